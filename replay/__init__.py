@@ -1,0 +1,1 @@
+"""Replay: rebuild any state from the log with the same folds the live processes run."""
