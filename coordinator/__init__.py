@@ -1,1 +1,9 @@
 """The coordinator: pure routing and mission decisions over its journal, and the shell that runs them."""
+
+from swarmlog.coordinator.commands import Command, Decision, Receive, Rejected, Tick
+from swarmlog.coordinator.decide import decide
+from swarmlog.coordinator.evolve import evolve
+from swarmlog.coordinator.state import INITIAL, Config, State, initial
+
+__all__ = ["INITIAL", "Command", "Config", "Decision", "Receive", "Rejected", "State", "Tick", "decide", "evolve",
+           "initial"]

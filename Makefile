@@ -1,0 +1,18 @@
+# The two commands of the README, and the pieces they are made of.
+.PHONY: setup setup-kafka demo test bench
+
+setup:
+	@bash scripts/setup.sh
+
+setup-kafka:
+	@SWARMLOG_SETUP_KAFKA=1 bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/swarmlog demo
+
+test: setup-kafka
+	.venv/bin/python -m swarmlog.schemas.compat
+	.venv/bin/pytest
+
+bench: setup-kafka
+	.venv/bin/python bench/codec_bench.py

@@ -1,0 +1,58 @@
+"""Registry and budget events: enlist and delist this region's agents, note throttles, take a lost agent's task back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from swarmlog.coordinator.dispatch import reassign
+from swarmlog.coordinator.draft import Draft
+
+Data = Mapping[str, Any]
+
+
+def on_registered(draft: Draft, data: Data) -> None:
+    """Enlist an agent of this region that is new, back, or changed; other regions' agents are not ours."""
+    if data["region"] != draft.state.config.region:
+        return
+    capabilities = frozenset(data.get("capabilities", ()))
+    known = draft.state.agents.get(data["agent_id"])
+    if known and known.alive and (known.slot, known.capabilities, known.model) == (data["slot"], capabilities,
+                                                                                    data["model"]):
+        return
+    draft.emit("AgentEnlisted", None, agent_id=data["agent_id"], region=data["region"], slot=data["slot"],
+               capabilities=sorted(capabilities), model=data["model"])
+
+
+def on_deregistered(draft: Draft, data: Data) -> None:
+    """Delist an agent that left cleanly and reassign its task."""
+    _delist(draft, data["agent_id"], f"deregistered: {data['reason']}")
+
+
+def on_declared_dead(draft: Draft, data: Data) -> None:
+    """Delist an agent that stopped heartbeating and reassign its task."""
+    _delist(draft, data["agent_id"], f"declared dead: no heartbeat for {data['timeout_ms']} ms")
+
+
+def on_budget_exceeded(draft: Draft, data: Data) -> None:
+    """Stop routing to an agent over its token budget."""
+    agent = draft.state.agents.get(data["agent_id"])
+    if agent and agent.alive and not agent.throttled:
+        draft.emit("AgentThrottleNoted", None, agent_id=agent.agent_id, throttled=True)
+
+
+def on_budget_restored(draft: Draft, data: Data) -> None:
+    """Route to a throttled agent again once its budget window restarts."""
+    agent = draft.state.agents.get(data["agent_id"])
+    if agent and agent.throttled:
+        draft.emit("AgentThrottleNoted", None, agent_id=agent.agent_id, throttled=False)
+
+
+def _delist(draft: Draft, agent_id: str, reason: str) -> None:
+    """AgentDelisted, then TaskReassigned for the attempt it held (the mission routes attempt + 1)."""
+    agent = draft.state.agents.get(agent_id)
+    if agent is None or not agent.alive:
+        return
+    draft.emit("AgentDelisted", None, agent_id=agent_id, reason=reason)
+    if agent.task is not None:
+        reassign(draft, agent.task, agent_id, reason)

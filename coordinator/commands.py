@@ -1,0 +1,50 @@
+"""What the coordinator is asked to decide on, and what it answers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from swarmlog.schemas.events import Event
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Receive:
+    """Decide on one input event (a mission, a task result, a vote, a registry or alert event) at now_ms."""
+
+    event: Event
+    now_ms: int
+
+    @property
+    def cause_id(self) -> str:
+        """The id the emitted events derive theirs from and name as their cause."""
+        return self.event.event_id
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tick:
+    """Let time pass to now_ms: deadlines and consensus windows expire on ticks."""
+
+    now_ms: int
+    tick_id: str
+
+    @property
+    def cause_id(self) -> str:
+        """The id the emitted events derive theirs from and name as their cause."""
+        return self.tick_id
+
+
+Command = Receive | Tick
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decision:
+    """The journal events (and inbox messages) a command produced, in order; empty when nothing is to be done."""
+
+    events: tuple[Event, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rejected:
+    """An input the coordinator cannot act on (dead-letter it); the state is unchanged."""
+
+    reason: str

@@ -1,0 +1,57 @@
+"""Phase 2 as data: the ballot's candidates and voters, the tally, and when it is decided."""
+
+from __future__ import annotations
+
+from swarmlog.coordinator.state import DONE, Ballot, Candidate, ConsensusSpec, Mission, TaskSpec
+
+
+def _work(mission: Mission) -> list[TaskSpec]:
+    """The mission's WORK specs in plan order."""
+    return [spec for spec in mission.tasks.values() if spec.kind == "WORK"]
+
+
+def _outputs(mission: Mission, specs: list[TaskSpec]) -> list[tuple[str, int, str, str]]:
+    """(task_id, replica, agent_id, output) of every succeeded replica of these specs, in plan then replica order."""
+    found = []
+    for spec in specs:
+        for index in range(spec.replicas):
+            replica = mission.replica(spec.task_id, index)
+            if replica.status == DONE:
+                found.append((spec.task_id, index, replica.agent_id or "", replica.output or ""))
+    return found
+
+
+def candidates(mission: Mission) -> tuple[Candidate, ...]:
+    """The distinct outputs of the leaf tasks' replicas, each named after the first replica that gave it."""
+    work = _work(mission)
+    depended_on = {dep for spec in work for dep in spec.depends_on}
+    leaves = [spec for spec in work if spec.task_id not in depended_on]
+    chosen: dict[str, Candidate] = {}
+    for task_id, index, agent_id, output in _outputs(mission, leaves):
+        chosen.setdefault(output, Candidate(f"{task_id}/{index}", agent_id, output))
+    return tuple(chosen.values())
+
+
+def voters(mission: Mission) -> tuple[str, ...]:
+    """The agents that produced outputs in the WORK phase, in order of first output."""
+    return tuple(dict.fromkeys(agent_id for _, _, agent_id, _ in _outputs(mission, _work(mission))))
+
+
+def leader(ballot: Ballot, strategy: str) -> tuple[Candidate, float] | None:
+    """The candidate with the most (confidence-weighted) votes and its share; ties go to the earlier candidate."""
+    if not ballot.votes:
+        return None
+    weights = {candidate.candidate_id: 0.0 for candidate in ballot.candidates}
+    for candidate_id, confidence in ballot.votes.values():
+        weights[candidate_id] += max(confidence, 0.0) if strategy == "CONFIDENCE_WEIGHTED" else 1.0
+    best = max(ballot.candidates, key=lambda candidate: weights[candidate.candidate_id])
+    total = sum(weights.values())
+    return best, (weights[best.candidate_id] / total if total else 0.0)
+
+
+def decided(ballot: Ballot, spec: ConsensusSpec) -> bool:
+    """Whether the ballot can close now: every voter voted, or a quorum voted and the leader has a majority."""
+    if len(ballot.votes) == len(ballot.voters):
+        return True
+    lead = leader(ballot, spec.strategy)
+    return lead is not None and len(ballot.votes) >= spec.quorum * len(ballot.voters) and lead[1] > 0.5

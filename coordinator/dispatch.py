@@ -1,0 +1,71 @@
+"""Putting replicas on agents: assign the next attempt or queue it, drain the queue, take an attempt back."""
+
+from __future__ import annotations
+
+from swarmlog.coordinator import routing
+from swarmlog.coordinator.draft import Draft
+from swarmlog.coordinator.state import DONE, RUNNING, Mission, TaskKey, TaskSpec
+
+
+def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
+    """Assign the replica's next attempt to the best available agent, or queue it."""
+    attempt = draft.state.missions[mission_id].replica(spec.task_id, index).attempt + 1
+    if not _assign(draft, mission_id, spec, index, attempt):
+        draft.emit("TaskQueued", mission_id, mission_id=mission_id, task_id=spec.task_id, replica=index,
+                   attempt=attempt, required_capabilities=sorted(spec.required_capabilities),
+                   reason="no alive, idle, unthrottled agent matches")
+
+
+def drain(draft: Draft) -> None:
+    """Assign queued attempts, oldest first, where an agent is available for them."""
+    for mission_id, task_id, index in draft.state.queue:
+        if not any(routing.available(agent) for agent in draft.state.agents.values()):
+            return
+        mission = draft.state.missions[mission_id]
+        _assign(draft, mission_id, mission.tasks[task_id], index, mission.replica(task_id, index).attempt)
+
+
+def reassign(draft: Draft, key: TaskKey, agent_id: str, reason: str) -> None:
+    """Take the running attempt away from its agent; the mission routes the next attempt."""
+    mission_id, task_id, index = key
+    attempt = draft.state.missions[mission_id].replica(task_id, index).attempt
+    draft.emit("TaskReassigned", mission_id, mission_id=mission_id, task_id=task_id, replica=index,
+               attempt=attempt, from_agent_id=agent_id, reason=reason)
+
+
+def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: int) -> bool:
+    """Emit TaskAssigned for this attempt on the best agent; False when none is eligible."""
+    mission = draft.state.missions[mission_id]
+    choice = routing.choose(spec, draft.state.agents.values(), _excluded(mission, spec, index))
+    if choice is None:
+        return False
+    agent, score = choice
+    draft.emit("TaskAssigned", mission_id, mission_id=mission_id, task_id=spec.task_id, replica=index,
+               attempt=attempt, kind=spec.kind, agent_id=agent.agent_id, slot=agent.slot, score=score,
+               prompt=spec.prompt, inputs=_inputs(mission, spec),
+               required_capabilities=sorted(spec.required_capabilities), max_steps=spec.max_steps)
+    return True
+
+
+def _excluded(mission: Mission, spec: TaskSpec, index: int) -> frozenset[str]:
+    """Agents this replica must avoid: those that already failed or dropped it, and those on its sibling replicas."""
+    siblings = (mission.replica(spec.task_id, other) for other in range(spec.replicas) if other != index)
+    return mission.replica(spec.task_id, index).tried | {
+        replica.agent_id for replica in siblings if replica.status in (RUNNING, DONE) and replica.agent_id
+    }
+
+
+def _inputs(mission: Mission, spec: TaskSpec) -> dict[str, str]:
+    """The outputs a task receives: its dependencies' (first succeeded replica), or the consensus for FINAL."""
+    if spec.kind == "FINAL":
+        return {"consensus": mission.decision or ""}
+    return {dep: output(mission, dep) or "" for dep in spec.depends_on}
+
+
+def output(mission: Mission, task_id: str) -> str | None:
+    """The output of a task's first succeeded replica, if any."""
+    for index in range(mission.tasks[task_id].replicas):
+        replica = mission.replica(task_id, index)
+        if replica.status == DONE:
+            return replica.output
+    return None

@@ -1,0 +1,41 @@
+"""A decision being made: events emitted with deterministic envelopes, folded into the state as they go."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from swarmlog.coordinator.evolve import evolve
+from swarmlog.coordinator.state import State
+from swarmlog.schemas.events import EPOCH, Event
+
+
+def from_millis(ms: int) -> datetime:
+    """The aware UTC datetime of milliseconds since the epoch."""
+    return EPOCH + timedelta(milliseconds=ms)
+
+
+class Draft:
+    """The events a command has produced so far and the state they lead to; decisions read `state`, never the input."""
+
+    def __init__(self, state: State, cause_id: str, now_ms: int) -> None:
+        self.state = state
+        self.cause_id = cause_id
+        self.now_ms = now_ms
+        self.events: list[Event] = []
+        self.touched: dict[str, None] = {}
+
+    def emit(self, name: str, mission_id: str | None, /, **fields: Any) -> None:
+        """Append an event (id f"{cause}/{index}", occurred now, caused by the command) and fold it."""
+        event = Event(name, {
+            "event_id": f"{self.cause_id}/{len(self.events)}",
+            "occurred_at": from_millis(self.now_ms),
+            "correlation_id": mission_id,
+            "causation_id": self.cause_id,
+            "producer": f"coordinator:{self.state.config.region}",
+            **fields,
+        })
+        self.events.append(event)
+        self.state = evolve(self.state, event)
+        if mission_id is not None:
+            self.touched[mission_id] = None

@@ -1,0 +1,161 @@
+"""A mission's life: accept it, move it through PLANNING, WORK, CONSENSUS and FINAL, and end it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from swarmlog.coordinator import placement, plan, voting
+from swarmlog.coordinator.dispatch import output, route
+from swarmlog.coordinator.draft import Draft, from_millis
+from swarmlog.coordinator.state import (
+    DONE, FAILED, FINAL_TASK, MAX_ATTEMPTS, PENDING, PLAN_TASK, RUNNING, Config, ConsensusSpec, Mission, TaskSpec,
+)
+from swarmlog.schemas.events import to_millis
+
+Data = Mapping[str, Any]
+_KIND = {"PLANNING": "PLAN", "WORK": "WORK", "FINAL": "FINAL"}
+
+
+def on_submitted(draft: Draft, data: Data) -> None:
+    """Accept (or reject) a mission this region owns: the region it names, else the one its id hashes to."""
+    mission_id, config = data["mission_id"], draft.state.config
+    if mission_id in draft.state.missions or mission_id in draft.state.rejected:
+        return
+    region = data.get("region")
+    if (region if region in config.regions else placement.owner(mission_id, config.regions)) != config.region:
+        return
+    reason = _invalid(data, config)
+    if reason:
+        draft.emit("MissionRejected", mission_id, mission_id=mission_id, reason=reason)
+        return
+    submitted_at = to_millis(data["occurred_at"])
+    deadline = data.get("deadline_ms")
+    draft.emit("MissionAccepted", mission_id, mission_id=mission_id, region=config.region, title=data["title"],
+               submitted_at=from_millis(submitted_at),
+               tasks=[plan.to_record(plan.from_record(task)) for task in data.get("tasks", ())],
+               planning=data.get("planning"), consensus=dataclasses.asdict(_consensus(data)),
+               final_action=data.get("final_action"),
+               deadline_at=None if deadline is None else from_millis(submitted_at + deadline),
+               token_budget=data.get("token_budget"))
+    draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="PLANNING" if data.get("planning") else "WORK")
+
+
+def _consensus(data: Data) -> ConsensusSpec:
+    """The mission's consensus spec, defaults filled in."""
+    return ConsensusSpec(**(data.get("consensus") or {}))
+
+
+def _invalid(data: Data, config: Config) -> str | None:
+    """Why a submitted mission cannot run, or None."""
+    region, tasks, planning = data.get("region"), data.get("tasks", ()), data.get("planning")
+    if region is not None and region not in config.regions:
+        return f"unknown region {region!r}; the regions are {list(config.regions)}"
+    if bool(tasks) == bool(planning):
+        return "a mission needs either explicit tasks or a planning step, not both and not neither"
+    spec = _consensus(data)
+    if not 0 < spec.quorum <= 1 or spec.window_ms < 0:
+        return f"consensus needs 0 < quorum <= 1 and window_ms >= 0; got {spec}"
+    return plan.problem([plan.from_record(task) for task in tasks]) if tasks else None
+
+
+def on_tick(draft: Draft) -> None:
+    """Fail missions past their deadline and time out consensus windows that have closed."""
+    for mission in list(draft.state.missions.values()):
+        if not mission.active:
+            continue
+        if mission.deadline_at is not None and draft.now_ms >= mission.deadline_at:
+            fail(draft, mission, f"deadline passed at {mission.deadline_at} ms ({mission.phase} phase)")
+        elif mission.phase == "CONSENSUS":
+            voting.close_if_expired(draft, mission)
+
+
+def advance(draft: Draft, mission_id: str) -> None:
+    """Move a mission as far as its recorded facts allow: route ready replicas, change phase, or end it."""
+    while (mission := draft.state.missions.get(mission_id)) is not None and mission.active:
+        emitted = len(draft.events)
+        _step(draft, mission)
+        if len(draft.events) == emitted:
+            return
+
+
+def _step(draft: Draft, mission: Mission) -> None:
+    """One look at the mission in its current phase."""
+    if mission.token_budget is not None and mission.tokens > mission.token_budget:
+        fail(draft, mission, f"token budget exceeded: used {mission.tokens} of {mission.token_budget}")
+    elif mission.phase == "CONSENSUS":
+        _after_consensus(draft, mission)
+    elif mission.phase in _KIND:
+        _run_phase(draft, mission, [spec for spec in mission.tasks.values() if spec.kind == _KIND[mission.phase]])
+
+
+def _run_phase(draft: Draft, mission: Mission, specs: list[TaskSpec]) -> None:
+    """Fail on a task that failed for good, finish the phase when all are done, else route what is ready."""
+    for spec in specs:
+        if all(mission.replica(spec.task_id, i).status == FAILED for i in range(spec.replicas)):
+            fail(draft, mission, f"task {spec.task_id!r} failed on every replica ({MAX_ATTEMPTS} attempts each)")
+            return
+    if all(_finished(mission, spec.task_id) for spec in specs):
+        _finish_phase(draft, mission)
+        return
+    for spec in specs:
+        if all(_finished(mission, dep) for dep in spec.depends_on):
+            for index in range(spec.replicas):
+                if mission.replica(spec.task_id, index).status == PENDING:
+                    route(draft, mission.mission_id, spec, index)
+
+
+def _finished(mission: Mission, task_id: str) -> bool:
+    """Whether every replica of a task ended and at least one succeeded."""
+    statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
+    return statuses <= {DONE, FAILED} and DONE in statuses
+
+
+def _finish_phase(draft: Draft, mission: Mission) -> None:
+    """PLANNING adopts its plan (or fails), WORK opens consensus, FINAL completes the mission."""
+    mission_id = mission.mission_id
+    if mission.phase == "PLANNING":
+        planned = plan.parse(output(mission, PLAN_TASK) or "")
+        if isinstance(planned, str):
+            fail(draft, mission, f"invalid plan: {planned}")
+        else:
+            draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="WORK")
+    elif mission.phase == "WORK":
+        draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="CONSENSUS")
+    else:
+        _complete(draft, mission, [output(mission, FINAL_TASK) or ""])
+
+
+def _after_consensus(draft: Draft, mission: Mission) -> None:
+    """Open the ballot; once decided, start FINAL, or complete when the mission has no final action."""
+    if mission.decision is None:
+        if mission.ballot is None:
+            voting.open_ballot(draft, mission)
+    elif FINAL_TASK in mission.tasks:
+        draft.emit("PhaseStarted", mission.mission_id, mission_id=mission.mission_id, phase="FINAL")
+    else:
+        _complete(draft, mission, [mission.decision])
+
+
+def fail(draft: Draft, mission: Mission, reason: str) -> None:
+    """Cancel its running attempts and emit MissionFailed."""
+    _end(draft, mission, "MissionFailed", f"mission failed: {reason}", reason=reason, outputs=[])
+
+
+def _complete(draft: Draft, mission: Mission, outputs: list[str]) -> None:
+    """Emit MissionCompleted."""
+    _end(draft, mission, "MissionCompleted", "mission completed", success=True, outputs=outputs)
+
+
+def _end(draft: Draft, mission: Mission, name: str, cancel_reason: str, **fields: Any) -> None:
+    """Cancel the mission's running attempts, then emit its final event with the mission's counters."""
+    mission_id = mission.mission_id
+    for (task_id, index), replica in mission.replicas.items():
+        if replica.status == RUNNING:
+            draft.emit("TaskCancelled", mission_id, mission_id=mission_id, task_id=task_id, replica=index,
+                       attempt=replica.attempt, agent_id=replica.agent_id, reason=cancel_reason)
+    draft.emit(name, mission_id, mission_id=mission_id, latency_ms=draft.now_ms - mission.submitted_at,
+               agent_count=len(mission.agents), tasks_completed=mission.completed, tasks_failed=mission.failed,
+               malformed_count=mission.malformed, consensus_ms=mission.consensus_ms, tokens_used=mission.tokens,
+               **fields)

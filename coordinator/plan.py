@@ -1,0 +1,109 @@
+"""A mission's task DAG: specs from Avro records or a planner's JSON answer, validated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from swarmlog.coordinator.state import DECISION_MAKING, FINAL_TASK, PLAN_TASK, TaskSpec
+
+RESERVED_PREFIX = "@"
+MAX_STEPS = 4
+
+
+def from_record(record: Mapping[str, Any]) -> TaskSpec:
+    """A WORK spec from an Avro TaskSpec record."""
+    return TaskSpec(
+        task_id=record["task_id"],
+        prompt=record["prompt"],
+        required_capabilities=frozenset(record.get("required_capabilities", ())),
+        depends_on=tuple(record.get("depends_on", ())),
+        replicas=record.get("replicas", 1),
+        max_steps=record.get("max_steps", MAX_STEPS),
+    )
+
+
+def to_record(spec: TaskSpec) -> dict[str, Any]:
+    """The Avro TaskSpec record of a WORK spec."""
+    return {
+        "task_id": spec.task_id,
+        "prompt": spec.prompt,
+        "required_capabilities": sorted(spec.required_capabilities),
+        "depends_on": list(spec.depends_on),
+        "replicas": spec.replicas,
+        "max_steps": spec.max_steps,
+    }
+
+
+def mission_tasks(accepted: Mapping[str, Any]) -> dict[str, TaskSpec]:
+    """Every spec of an accepted mission: its planning step, explicit tasks and final step."""
+    specs: dict[str, TaskSpec] = {}
+    if accepted.get("planning"):
+        planning = accepted["planning"]
+        specs[PLAN_TASK] = TaskSpec(PLAN_TASK, planning["prompt"],
+                                    frozenset(planning.get("required_capabilities", ())), kind="PLAN")
+    specs.update((record["task_id"], from_record(record)) for record in accepted.get("tasks", ()))
+    if accepted.get("final_action"):
+        final = accepted["final_action"]
+        required = frozenset(final.get("required_capabilities", ())) | {DECISION_MAKING}
+        specs[FINAL_TASK] = TaskSpec(FINAL_TASK, final["prompt"], required, kind="FINAL")
+    return specs
+
+
+def problem(specs: Sequence[TaskSpec]) -> str | None:
+    """Why these WORK specs are not a runnable DAG, or None when they are."""
+    if not specs:
+        return "no tasks"
+    ids = [spec.task_id for spec in specs]
+    if len(set(ids)) != len(ids):
+        return f"duplicate task ids in {ids}"
+    for spec in specs:
+        if not spec.task_id or spec.task_id.startswith(RESERVED_PREFIX):
+            return f"task id {spec.task_id!r} is empty or starts with the reserved {RESERVED_PREFIX!r}"
+        if spec.replicas < 1 or spec.max_steps < 1:
+            return f"task {spec.task_id!r} needs replicas >= 1 and max_steps >= 1"
+        unknown = set(spec.depends_on) - set(ids)
+        if unknown:
+            return f"task {spec.task_id!r} depends on unknown tasks {sorted(unknown)}"
+    return _cycle(specs)
+
+
+def _cycle(specs: Sequence[TaskSpec]) -> str | None:
+    """A message naming the tasks on a dependency cycle, or None (Kahn's algorithm)."""
+    waiting = {spec.task_id: set(spec.depends_on) for spec in specs}
+    while ready := [task for task, deps in waiting.items() if not deps]:
+        for task in ready:
+            del waiting[task]
+        for deps in waiting.values():
+            deps.difference_update(ready)
+    return f"dependency cycle among {sorted(waiting)}" if waiting else None
+
+
+def parse(answer: str) -> tuple[TaskSpec, ...] | str:
+    """The WORK specs of a planner's answer (a JSON list of task objects), or why it is invalid."""
+    try:
+        items = json.loads(answer)
+    except ValueError as error:
+        return f"the plan is not JSON: {error}"
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        return "the plan must be a JSON list of task objects"
+    try:
+        specs = tuple(_spec(item) for item in items)
+    except (KeyError, TypeError) as error:
+        return f"a planned task is malformed: {error}"
+    return problem(specs) or specs
+
+
+def _spec(item: Mapping[str, Any]) -> TaskSpec:
+    """One planned task, checking the type of every field it reads."""
+    for field in ("required_capabilities", "depends_on"):
+        if not isinstance(item.get(field, []), list):
+            raise TypeError(f"{field} must be a list in {item}")
+    spec = from_record(item)
+    strings = [spec.task_id, spec.prompt, *spec.required_capabilities, *spec.depends_on]
+    if not all(isinstance(value, str) for value in strings):
+        raise TypeError(f"task_id, prompt, required_capabilities and depends_on must be strings in {item}")
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in (spec.replicas, spec.max_steps)):
+        raise TypeError(f"replicas and max_steps must be integers in {item}")
+    return spec

@@ -1,0 +1,37 @@
+"""Capability routing: the best free agent for a task by Jaccard similarity, ties broken deterministically."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from swarmlog.coordinator.state import DECISION_MAKING, Agent, TaskSpec
+
+NO_REQUIREMENTS_SCORE = 0.5
+
+
+def score(required: frozenset[str], capabilities: frozenset[str]) -> float:
+    """Jaccard similarity of requirements and capabilities; 0.5 when the task requires nothing."""
+    if not required:
+        return NO_REQUIREMENTS_SCORE
+    return len(required & capabilities) / len(required | capabilities)
+
+
+def available(agent: Agent) -> bool:
+    """Whether an agent can take a task now: alive, idle and not throttled."""
+    return agent.alive and not agent.busy and not agent.throttled
+
+
+def choose(spec: TaskSpec, agents: Iterable[Agent],
+           exclude: frozenset[str] = frozenset()) -> tuple[Agent, float] | None:
+    """The best available agent outside `exclude` and its score: highest score, then lowest load, then id."""
+    must = frozenset({DECISION_MAKING}) if spec.kind == "FINAL" else frozenset()
+    scored = [
+        (score(spec.required_capabilities, agent.capabilities), agent)
+        for agent in agents
+        if available(agent) and agent.agent_id not in exclude and must <= agent.capabilities
+    ]
+    eligible = [(value, agent) for value, agent in scored if value > 0]
+    if not eligible:
+        return None
+    value, agent = min(eligible, key=lambda pair: (-pair[0], pair[1].load, pair[1].agent_id))
+    return agent, value

@@ -1,0 +1,165 @@
+"""The coordinator's state for one region: agents, missions and the queue, as immutable records."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+PLAN_TASK = "@plan"
+FINAL_TASK = "@final"
+DECISION_MAKING = "decision_making"
+MAX_ATTEMPTS = 3
+"""Failed attempts a replica gets before it counts as failed for good."""
+
+# Replica statuses.
+PENDING = "PENDING"
+QUEUED = "QUEUED"
+RUNNING = "RUNNING"
+DONE = "DONE"
+FAILED = "FAILED"
+CANCELLED = "CANCELLED"
+
+# Mission phases beyond the schema's MissionPhase (PLANNING, WORK, CONSENSUS, FINAL).
+ACCEPTED = "ACCEPTED"
+COMPLETED = "COMPLETED"
+MISSION_FAILED = "FAILED"
+ENDED = frozenset({COMPLETED, MISSION_FAILED})
+
+TaskKey = tuple[str, str, int]
+"""(mission_id, task_id, replica): one replica of one task, the unit that is assigned and queued."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Config:
+    """Which region this coordinator decides for, and every region that exists (for placement)."""
+
+    region: str = "default"
+    regions: tuple[str, ...] = ("default",)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Agent:
+    """An enlisted agent as routing sees it."""
+
+    agent_id: str
+    region: str
+    slot: int
+    capabilities: frozenset[str]
+    model: str = ""
+    alive: bool = True
+    throttled: bool = False
+    task: TaskKey | None = None
+    load: int = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether it holds a task attempt."""
+        return self.task is not None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """One node of a mission's DAG (WORK), or its planning (PLAN) or final (FINAL) step."""
+
+    task_id: str
+    prompt: str
+    required_capabilities: frozenset[str] = frozenset()
+    depends_on: tuple[str, ...] = ()
+    replicas: int = 1
+    max_steps: int = 4
+    kind: str = "WORK"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Replica:
+    """Where one replica of a task stands: its current attempt, agent and result."""
+
+    status: str = PENDING
+    attempt: int = 0
+    agent_id: str | None = None
+    output: str | None = None
+    failures: int = 0
+    tried: frozenset[str] = frozenset()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Candidate:
+    """One distinct output on the ballot."""
+
+    candidate_id: str
+    agent_id: str
+    output: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ballot:
+    """The mission's single consensus ballot and the votes recorded so far."""
+
+    ballot_id: str
+    candidates: tuple[Candidate, ...]
+    opened_at: int
+    deadline_at: int
+    voters: tuple[str, ...] = ()
+    votes: Mapping[str, tuple[str, float]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsensusSpec:
+    """How phase 2 decides."""
+
+    strategy: str = "MAJORITY"
+    window_ms: int = 30_000
+    quorum: float = 0.5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Mission:
+    """A mission this region runs: its plan, progress, ballot and counters."""
+
+    mission_id: str
+    title: str
+    submitted_at: int
+    deadline_at: int | None
+    token_budget: int | None
+    consensus: ConsensusSpec
+    tasks: Mapping[str, TaskSpec]
+    phase: str = ACCEPTED
+    replicas: Mapping[tuple[str, int], Replica] = dataclasses.field(default_factory=dict)
+    ballot: Ballot | None = None
+    decision: str | None = None
+    consensus_ms: int | None = None
+    tokens: int = 0
+    completed: int = 0
+    failed: int = 0
+    malformed: int = 0
+    agents: frozenset[str] = frozenset()
+    handled: frozenset[str] = frozenset()
+
+    @property
+    def active(self) -> bool:
+        """Whether it still runs."""
+        return self.phase not in ENDED
+
+    def replica(self, task_id: str, index: int) -> Replica:
+        """The replica's record (a fresh one when never assigned)."""
+        return self.replicas.get((task_id, index), Replica())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class State:
+    """Everything the coordinator of one region knows: a fold of its journal."""
+
+    config: Config = Config()
+    agents: Mapping[str, Agent] = dataclasses.field(default_factory=dict)
+    missions: Mapping[str, Mission] = dataclasses.field(default_factory=dict)
+    queue: tuple[TaskKey, ...] = ()
+    rejected: frozenset[str] = frozenset()
+    broken_waits: frozenset[str] = frozenset()
+
+
+def initial(config: Config) -> State:
+    """The empty state of the coordinator of config.region."""
+    return State(config=config)
+
+
+INITIAL = initial(Config())

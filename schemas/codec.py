@@ -1,0 +1,176 @@
+"""Events to bytes and back: Avro single-object encoding, schema resolution into the latest version, invariants."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from io import BytesIO
+from typing import Any, Protocol
+
+from fastavro import schemaless_reader, schemaless_writer
+from fastavro.validation import ValidationError, validate
+
+from swarmlog.errors import DecodeError, EncodeError
+from swarmlog.schemas.catalog import SchemaCatalog, SchemaVersion, default_catalog
+from swarmlog.schemas.confluent import ConfluentFraming, HttpSchemaRegistry
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.invariants import Check, InvariantViolation, checks_for
+
+MAGIC = b"\xc3\x01"
+HEADER_SIZE = len(MAGIC) + 8
+
+
+class Framing(Protocol):
+    """How a schema is named in front of an Avro binary body."""
+
+    def header(self, version: SchemaVersion) -> bytes:
+        """The bytes written before a body written with `version`."""
+
+    def split(self, payload: bytes) -> tuple[bytes, int]:
+        """The writer's fingerprint and where the body starts; DecodeError when the header is not valid."""
+
+
+class SingleObjectFraming:
+    """Avro single-object encoding: `C3 01`, the 8-byte little-endian CRC-64-AVRO fingerprint, the body."""
+
+    def header(self, version: SchemaVersion) -> bytes:
+        """`C3 01` followed by the version's fingerprint."""
+        return MAGIC + version.fingerprint
+
+    def split(self, payload: bytes) -> tuple[bytes, int]:
+        """The fingerprint of a single-object header, and 10."""
+        if len(payload) < HEADER_SIZE:
+            what = "empty payload" if not payload else f"{len(payload)} bytes"
+            raise DecodeError(f"{what}: too short for a single-object header (C3 01 + 8-byte fingerprint)")
+        if payload[:2] != MAGIC:
+            raise DecodeError(f"wrong magic {payload[:2].hex(' ')}: not Avro single-object encoding (C3 01)")
+        return payload[2:HEADER_SIZE], HEADER_SIZE
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """What encoding or decoding with one writer version needs, computed once."""
+
+    name: str
+    version: SchemaVersion
+    writer: Mapping[str, Any]
+    reader: Mapping[str, Any] | None
+    fields: frozenset[str]
+    defaults: Mapping[str, Any]
+    checks: tuple[Check, ...]
+
+
+def _plan(written: SchemaVersion, latest: SchemaVersion) -> _Plan:
+    """How to encode or decode with `written`, reading into `latest`."""
+    fields = latest.schema["fields"]
+    return _Plan(
+        name=latest.name,
+        version=written,
+        writer=written.parsed,
+        reader=None if written is latest else latest.parsed,
+        fields=frozenset(field["name"] for field in fields),
+        defaults={field["name"]: field["default"] for field in fields if "default" in field},
+        checks=checks_for(latest.name, [field["name"] for field in fields]),
+    )
+
+
+class Codec:
+    """Encodes events with the latest version of their schema and decodes any kept version into the latest."""
+
+    def __init__(self, catalog: SchemaCatalog, framing: Framing | None = None) -> None:
+        self._framing = framing or SingleObjectFraming()
+        self._readers = {version.fingerprint: _plan(version, catalog.latest(version.name)) for version in catalog}
+        self._writers = {name: self._readers[catalog.latest(name).fingerprint] for name in catalog.names()}
+
+    def encode(self, event: Event) -> bytes:
+        """The framed bytes of an event; EncodeError naming the field when it does not match or breaks a rule."""
+        plan = self._writers.get(event.name)
+        if plan is None:
+            raise EncodeError(f"no schema for event {event.name!r}; add schemas/avro/{event.name}/v1.avsc")
+        data = event.data
+        if data.keys() != plan.fields:
+            data = self._complete(event.name, plan, data)
+        try:
+            validate(data, plan.writer, raise_errors=True)
+        except ValidationError as exc:
+            raise EncodeError(f"{event.name} does not match its schema: {'; '.join(map(str, exc.errors))}") from None
+        try:
+            for check in plan.checks:
+                check(data)
+        except InvariantViolation as exc:
+            raise EncodeError(f"{event.name} breaks an invariant: {exc.reason}") from None
+        buffer = BytesIO()
+        buffer.write(self._framing.header(plan.version))
+        schemaless_writer(buffer, plan.writer, data)
+        return buffer.getvalue()
+
+    @staticmethod
+    def _complete(name: str, plan: _Plan, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The record with omitted defaulted fields filled in; EncodeError on fields the schema lacks."""
+        unknown = data.keys() - plan.fields
+        if unknown:
+            raise EncodeError(f"{name} has fields its schema does not: {', '.join(sorted(unknown))}")
+        return {**plan.defaults, **data}
+
+    def decode(self, payload: bytes) -> Event:
+        """The event in these bytes, read into the latest schema version; DecodeError saying why not."""
+        fp, start = self._framing.split(payload)
+        plan = self._readers.get(fp)
+        if plan is None:
+            raise DecodeError(
+                f"unknown schema fingerprint {fp.hex()}: written with a schema this build does not keep; "
+                "upgrade swarmlog or check the producer"
+            )
+        buffer = BytesIO(payload)
+        buffer.seek(start)
+        try:
+            data = schemaless_reader(buffer, plan.writer, plan.reader)
+        except Exception as exc:  # fastavro raises whatever its parsers hit on bytes that are not this schema
+            problem = "truncated" if buffer.tell() >= len(payload) else "malformed"
+            raise DecodeError(
+                f"{problem} {plan.version.label} body ({len(payload) - start} bytes): {type(exc).__name__}: {exc}"
+            ) from None
+        if buffer.tell() != len(payload):
+            raise DecodeError(f"{len(payload) - buffer.tell()} trailing bytes after the {plan.version.label} body")
+        try:
+            for check in plan.checks:
+                check(data)
+        except InvariantViolation as exc:
+            raise DecodeError(f"{plan.version.label} breaks an invariant: {exc.reason}") from None
+        return Event(plan.name, data)
+
+    def decode_record(self, payload: bytes, topic: str, partition: int, offset: int) -> Event:
+        """`decode`, with the record's log coordinates on any DecodeError."""
+        try:
+            return self.decode(payload)
+        except DecodeError as exc:
+            raise exc.at(topic, partition, offset) from None
+
+
+@functools.lru_cache(maxsize=1)
+def default_codec() -> Codec:
+    """The single-object codec over the shipped catalog (built once)."""
+    return Codec(default_catalog())
+
+
+def codec_for(schema_registry_url: str | None) -> Codec:
+    """Single-object encoding, or the Confluent wire format when `Settings.schema_registry_url` is set."""
+    if schema_registry_url is None:
+        return default_codec()
+    return Codec(default_catalog(), ConfluentFraming(HttpSchemaRegistry(schema_registry_url)))
+
+
+def encode(event: Event) -> bytes:
+    """Single-object bytes of an event, written with the latest version of its schema."""
+    return default_codec().encode(event)
+
+
+def decode(payload: bytes) -> Event:
+    """The event in single-object bytes, read into the latest version of its schema."""
+    return default_codec().decode(payload)
+
+
+def decode_record(payload: bytes, topic: str, partition: int, offset: int) -> Event:
+    """`decode`, locating any DecodeError at the record's topic, partition and offset."""
+    return default_codec().decode_record(payload, topic, partition, offset)

@@ -1,0 +1,167 @@
+"""Rules a schema-valid record must also keep (positive counts, an acyclic task graph, ...); pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from swarmlog.schemas.events import to_millis
+
+Record = Mapping[str, Any]
+Check = Callable[[Record], None]
+
+
+class InvariantViolation(ValueError):
+    """A record matches its schema but breaks a rule of the domain; `reason` says which."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _non_empty(field: str) -> Check:
+    def check(record: Record) -> None:
+        if not record[field]:
+            raise InvariantViolation(f"{field} must not be empty")
+
+    return check
+
+
+def _at_least(field: str, low: int) -> Check:
+    def check(record: Record) -> None:
+        if record[field] < low:
+            raise InvariantViolation(f"{field} must be at least {low}, got {record[field]}")
+
+    return check
+
+
+def _unit_interval(field: str) -> Check:
+    def check(record: Record) -> None:
+        if not 0.0 <= record[field] <= 1.0:
+            raise InvariantViolation(f"{field} must be in [0, 1], got {record[field]}")
+
+    return check
+
+
+# Rules keyed by field name: they apply to every record that has the field.
+FIELD_RULES: Mapping[str, Check] = {
+    "event_id": _non_empty("event_id"),
+    "producer": _non_empty("producer"),
+    "attempt": _at_least("attempt", 1),
+    "replica": _at_least("replica", 0),
+    "slot": _at_least("slot", 0),
+    "reply_slot": _at_least("reply_slot", 0),
+    "max_steps": _at_least("max_steps", 1),
+    "prompt_tokens": _at_least("prompt_tokens", 0),
+    "completion_tokens": _at_least("completion_tokens", 0),
+    "tokens": _at_least("tokens", 0),
+    "tokens_used": _at_least("tokens_used", 0),
+    "used": _at_least("used", 0),
+    "confidence": _unit_interval("confidence"),
+}
+
+
+def _task_graph(tasks: Sequence[Record]) -> None:
+    """Unique task ids, dependencies only on tasks of the mission, no cycle, runnable replicas and steps."""
+    ids = [task["task_id"] for task in tasks]
+    known = set(ids)
+    if len(known) != len(ids):
+        duplicates = sorted({task_id for task_id in ids if ids.count(task_id) > 1})
+        raise InvariantViolation(f"task ids must be unique, repeated: {duplicates}")
+    for task in tasks:
+        unknown = sorted(set(task.get("depends_on", ())) - known)
+        if unknown:
+            raise InvariantViolation(f"task {task['task_id']!r} depends on unknown tasks {unknown}")
+        if task.get("replicas", 1) < 1:
+            raise InvariantViolation(f"task {task['task_id']!r} must have at least 1 replica")
+        if task.get("max_steps", 1) < 1:
+            raise InvariantViolation(f"task {task['task_id']!r} must allow at least 1 step")
+    cycle = _find_cycle({task["task_id"]: task.get("depends_on", ()) for task in tasks})
+    if cycle:
+        raise InvariantViolation(f"task dependencies form a cycle: {' -> '.join(cycle)}")
+
+
+def _find_cycle(edges: Mapping[str, Collection[str]]) -> list[str]:
+    """A cycle of the directed graph as a closed path of nodes, or [] when it is acyclic."""
+    done: set[str] = set()
+    for start in edges:
+        if start in done:
+            continue
+        path = [start]
+        stack = [iter(edges[start])]
+        while stack:
+            successor = next(stack[-1], None)
+            if successor is None:
+                done.add(path.pop())
+                stack.pop()
+            elif successor in path:
+                return path[path.index(successor) :] + [successor]
+            elif successor not in done:
+                path.append(successor)
+                stack.append(iter(edges[successor]))
+    return []
+
+
+def _mission(record: Record) -> None:
+    """A mission's task graph, consensus spec and limits."""
+    _task_graph(record["tasks"])
+    if not record["tasks"] and record.get("planning") is None:
+        raise InvariantViolation("a mission needs at least one task or a planning spec")
+    consensus = record["consensus"]
+    if consensus["window_ms"] <= 0:
+        raise InvariantViolation(f"consensus.window_ms must be positive, got {consensus['window_ms']}")
+    if not 0.0 < consensus["quorum"] <= 1.0:
+        raise InvariantViolation(f"consensus.quorum must be in (0, 1], got {consensus['quorum']}")
+    for field in ("deadline_ms", "token_budget"):
+        value = record.get(field)
+        if value is not None and value <= 0:
+            raise InvariantViolation(f"{field} must be positive when set, got {value}")
+
+
+def _experience(record: Record) -> None:
+    """An experience can be recalled (it has an embedding) and expires (positive ttl)."""
+    if not record["embedding"]:
+        raise InvariantViolation("embedding must not be empty")
+    if record["ttl_s"] <= 0:
+        raise InvariantViolation(f"ttl_s must be positive, got {record['ttl_s']}")
+
+
+def _deadlock(record: Record) -> None:
+    """A detected deadlock names a cycle, and one wait (id and start time) per edge of it."""
+    if not record["cycle"]:
+        raise InvariantViolation("cycle must not be empty")
+    for field in ("wait_ids", "waits_started_at"):
+        if len(record[field]) != len(record["cycle"]):
+            raise InvariantViolation(
+                f"{field} must have one entry per edge of the cycle: {len(record[field])} for {len(record['cycle'])}"
+            )
+
+
+def _budget_window(record: Record) -> None:
+    """A budget window ends after it starts."""
+    if to_millis(record["window_end"]) <= to_millis(record["window_start"]):
+        raise InvariantViolation(f"window_end {record['window_end']} must be after window_start {record['window_start']}")
+
+
+# Rules keyed by record name, for the structure of one kind of event.
+RECORD_RULES: Mapping[str, Check] = {
+    "MissionSubmitted": _mission,
+    "MissionAccepted": _mission,
+    "ExperienceRecorded": _experience,
+    "DeadlockDetected": _deadlock,
+    "BudgetExceeded": _budget_window,
+}
+
+
+def checks_for(name: str, fields: Collection[str]) -> tuple[Check, ...]:
+    """Every check that applies to a record `name` with these fields (precompute it once per schema)."""
+    checks = [FIELD_RULES[field] for field in fields if field in FIELD_RULES]
+    if name in RECORD_RULES:
+        checks.append(RECORD_RULES[name])
+    return tuple(checks)
+
+
+def check(name: str, record: Record) -> None:
+    """Raise InvariantViolation unless the full, schema-valid record `name` keeps every rule."""
+    for rule in checks_for(name, record.keys()):
+        rule(record)

@@ -1,0 +1,56 @@
+"""Token budgets: usage and the budget's own decisions folded per agent; BudgetExceeded on usage, BudgetRestored on time.
+
+swarm.usage and swarm.control are both keyed by agent_id with the same partition count, so one agent folds both
+into one co-partitioned table. Decisions go to swarm.control and take effect when folded back from there (the log
+decides); decisions in flight are not decided again, and their event ids are derived, so a repeat after a crash
+is the same event.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from swarmlog.schemas.events import Event
+from swarmlog.streams.budgets import AgentUsage, BudgetPolicy, Budgets, decide_budget, evolve
+
+from .config import StreamsConfig
+from .records import Io, now_ms, raw_topic
+
+USAGE = "swarm.usage"
+CONTROL = "swarm.control"
+
+
+def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+    """Add the budget agent, its table and the restore timer to `app`; returns the table."""
+    table = app.Table("budgets", default=None, key_serializer="json", value_serializer="pickle",
+                      options={"driver": "rocksdict"})
+    policy = BudgetPolicy(default_tokens=config.budget_tokens)
+    in_flight: set[str] = set()
+
+    def state(usage: dict[str, AgentUsage]) -> Budgets:
+        return Budgets(usage, window_ms=config.budget_window_ms)
+
+    async def send(decisions: list[Event]) -> None:
+        for decision in decisions:
+            if decision.event_id not in in_flight:
+                in_flight.add(decision.event_id)
+                await io.send(CONTROL, decision.data["agent_id"], decision)
+
+    async def fold(stream: faust.StreamT) -> None:
+        async for _, event in io.decoded(stream):
+            agent_id = event.data.get("agent_id")
+            if not isinstance(agent_id, str):
+                continue
+            before = table.get(agent_id)
+            after = evolve(state({agent_id: before} if before else {}), event)
+            if after.agents.get(agent_id) != before:
+                table[agent_id] = after.agents[agent_id]
+            in_flight.discard(event.event_id)
+            await send(decide_budget(after, event, policy))
+
+    async def restore() -> None:
+        await send(decide_budget(state(dict(table.items())), now_ms(), policy))
+
+    app.agent(raw_topic(app, USAGE, CONTROL), name="budgets")(fold)
+    app.timer(config.tick_s, name="budget-restore")(restore)
+    return table

@@ -1,0 +1,48 @@
+"""The wait-for graph and deadlock detection.
+
+A cycle can span agents whose waits sit on different partitions of swarm.waits, so the graph must be whole in one
+place: a forwarder re-keys every decodable wait record onto a one-partition internal topic, and one agent folds
+that topic into a one-partition table holding the whole graph under a single key. Exactly one worker owns that
+partition, so the graph is never split and a cycle is decided once; it is changelog-backed like any table, so a
+restarted owner resumes from it. The cost is that the graph lives on one worker: fine for the active waits of
+hundreds of agents (a few hundred edges, plus ended waits kept for the retention).
+A DeadlockDetected is produced before it is folded, so a crash in between repeats it with the same event_id.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from swarmlog.streams.waitgraph import INITIAL, decide_deadlocks, evolve
+
+from .config import StreamsConfig
+from .records import Io, now_ms, raw_topic
+
+WAITS = "swarm.waits"
+ALERTS = "swarm.alerts"
+GRAPH_KEY = "graph"
+
+
+def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+    """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
+    table = app.Table("waitgraph", default=None, partitions=1, key_serializer="json", value_serializer="pickle",
+                      options={"driver": "rocksdict"})
+    global_waits = raw_topic(app, f"{config.app_id}-waits-global", partitions=1)
+
+    async def forward(stream: faust.StreamT) -> None:
+        async for record, _ in io.decoded(stream):
+            await (await global_waits.send(key=GRAPH_KEY.encode(), value=record.value))
+
+    async def detect(stream: faust.StreamT) -> None:
+        async for _, event in io.decoded(stream):
+            before = table.get(GRAPH_KEY) or INITIAL
+            graph = evolve(before, event)
+            for deadlock in decide_deadlocks(graph, now_ms(), event):
+                await io.send(ALERTS, ",".join(deadlock.data["cycle"]), deadlock)
+                graph = evolve(graph, deadlock)
+            if graph != before:
+                table[GRAPH_KEY] = graph
+
+    app.agent(raw_topic(app, WAITS), name="waits-forward")(forward)
+    app.agent(global_waits, name="waits-graph")(detect)
+    return table

@@ -1,0 +1,50 @@
+"""The registry table and liveness: registrations and heartbeats folded per agent, deaths decided on a timer.
+
+Both input topics are keyed by agent_id with the same partition count, so one agent folds them into one table
+co-partitioned with them. A death is produced to the registry topic and takes effect when folded back from there,
+so the log, not the table, decides what happened; deaths in flight are not decided again. A death's event_id is
+derived from its registration, so a duplicate after a crash is the same event and every reader dedupes it.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
+
+from .config import StreamsConfig
+from .progress import Progress
+from .records import Io, now_ms, raw_topic
+
+REGISTRY = "swarm.agents.registry"
+HEARTBEATS = "swarm.agents.heartbeats"
+
+
+def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+    """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
+    table = app.Table("registry", default=None, key_serializer="json", value_serializer="pickle",
+                      options={"driver": "rocksdict"})
+    progress = Progress(app, (REGISTRY, HEARTBEATS))
+    in_flight: set[str] = set()
+
+    async def fold(stream: faust.StreamT) -> None:
+        async for record, event in io.decoded(stream):
+            agent_id = event.data["agent_id"]
+            after = evolve_agent(table.get(agent_id), event)
+            if after is not None and after != table.get(agent_id):
+                table[agent_id] = after
+            in_flight.discard(event.event_id)
+            progress.processed(record.message.tp, record.message.offset)
+
+    async def declare_deaths() -> None:
+        if not progress.caught_up():
+            return
+        deaths = decide_liveness(Registry(dict(table.items())), now_ms(), config.liveness_timeout_ms)
+        for death in deaths:
+            if death.event_id not in in_flight:
+                in_flight.add(death.event_id)
+                await io.send(REGISTRY, death.data["agent_id"], death)
+
+    app.agent(raw_topic(app, REGISTRY, HEARTBEATS), name="registry")(fold)
+    app.timer(config.tick_s, name="liveness")(declare_deaths)
+    return table

@@ -1,0 +1,73 @@
+"""The worker's I/O edge: topics of raw bytes, decoding with dead letters, producing events, the clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import faust
+from faust.types import EventT
+
+from swarmlog.errors import DecodeError
+from swarmlog.schemas.codec import Codec
+from swarmlog.schemas.events import Event
+from swarmlog.streams.alerts import alert
+
+CONSUMER = "swarmlog-streams"
+DEADLETTER = "swarm.deadletter"
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds since the epoch: the only clock the worker reads, passed into `decide_*`."""
+    return time.time_ns() // 1_000_000
+
+
+def raw_topic(app: faust.App, *names: str, partitions: int | None = None) -> faust.TopicT:
+    """A topic of undecoded keys and values (the codec runs in the agents, so bad bytes become dead letters)."""
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                     partitions=partitions)
+
+
+class Io:
+    """The codec and where decided events and dead letters go."""
+
+    def __init__(self, app: faust.App, codec: Codec) -> None:
+        self.codec = codec
+        self._app = app
+        self._topics: dict[str, faust.TopicT] = {}
+
+    async def send(self, topic: str, key: str, event: Event) -> None:
+        """Produce `event` to `topic` under `key` and wait until the broker has it."""
+        if topic not in self._topics:
+            self._topics[topic] = raw_topic(self._app, topic)
+        pending = await self._topics[topic].send(key=key.encode(), value=self.codec.encode(event))
+        await pending
+
+    async def decoded(self, stream: faust.StreamT) -> AsyncIterator[tuple[EventT, Event]]:
+        """The stream's records with their events; an undecodable record goes to the dead letters instead."""
+        async for record in stream.events():
+            message = record.message
+            try:
+                event = self.codec.decode_record(record.value or b"", message.topic, message.partition, message.offset)
+            except DecodeError as exc:
+                await self.send(DEADLETTER, message.topic, dead_letter(record, exc))
+                continue
+            yield record, event
+
+
+def dead_letter(record: EventT, error: DecodeError) -> Event:
+    """DeadLetterRecorded for a record: its raw bytes and coordinates, with an id derived from them."""
+    message = record.message
+    return alert(
+        "DeadLetterRecorded",
+        now_ms(),
+        (message.topic, message.partition, message.offset),
+        origin_topic=message.topic,
+        origin_partition=message.partition,
+        origin_offset=message.offset,
+        origin_key=record.key,
+        payload=bytes(record.value or b""),
+        error_type=type(error).__name__,
+        reason=error.reason,
+        consumer=CONSUMER,
+    )

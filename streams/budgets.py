@@ -1,0 +1,148 @@
+"""Token budgets per agent per tumbling window: a pure fold of TokensUsed and of its own alerts, and the decisions.
+
+Rules:
+- windows are aligned to the epoch on TokensUsed event time; an agent's state holds only its current window,
+  so usage that arrives for an earlier window is too late and ignored;
+- a generation counts once (dedupe by generation_id within the window); negative token counts count as 0;
+- BudgetExceeded once per window, when usage passes (is above) the budget: the agent is throttled until
+  window_end; BudgetRestored once per throttle, at its window_end, decided by a tick at or after it or
+  by the agent's next TokensUsed; its window_start is that boundary, so both paths decide the same event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from swarmlog.schemas.events import Event, to_millis
+
+from .alerts import alert, from_millis
+
+DEFAULT_WINDOW_MS = 60_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BudgetPolicy:
+    """Tokens allowed per window: a default, and overrides by agent id."""
+
+    default_tokens: int
+    per_agent: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def budget_for(self, agent_id: str) -> int:
+        """The budget of `agent_id` per window."""
+        return self.per_agent.get(agent_id, self.default_tokens)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentUsage:
+    """One agent's current window, and its throttle if any."""
+
+    window_start: int
+    used: int = 0
+    generations: frozenset[str] = frozenset()
+    exceeded_window: int | None = None
+    throttled_until: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Budgets:
+    """Usage by agent id, with the window length the fold buckets by."""
+
+    agents: Mapping[str, AgentUsage] = dataclasses.field(default_factory=dict)
+    window_ms: int = DEFAULT_WINDOW_MS
+
+
+INITIAL = Budgets()
+
+
+def evolve(state: Budgets, event: Event) -> Budgets:
+    """The budgets after `event`; other events leave them as they are."""
+    agent_id = event.data.get("agent_id")
+    before = state.agents.get(agent_id) if isinstance(agent_id, str) else None
+    if event.name == "TokensUsed":
+        after = _used(before, event, window_start(event.occurred_at_ms, state.window_ms))
+    elif event.name == "BudgetExceeded":
+        after = _exceeded(before, event.data)
+    elif event.name == "BudgetRestored" and before is not None:
+        after = _restored(before, event.data)
+    else:
+        return state
+    if after == before:
+        return state
+    return dataclasses.replace(state, agents={**state.agents, agent_id: after})
+
+
+def decide_budget(state: Budgets, trigger: Event | int, policy: BudgetPolicy) -> list[Event]:
+    """BudgetRestored/BudgetExceeded due after a folded TokensUsed (for its agent) or a tick at `now_ms` (for all)."""
+    if isinstance(trigger, int):
+        return [event for agent_id in sorted(state.agents) for event in _due(state, agent_id, trigger, policy, None)]
+    if trigger.name != "TokensUsed":
+        return []
+    return _due(state, trigger.data["agent_id"], trigger.occurred_at_ms, policy, trigger.event_id)
+
+
+def window_start(at_ms: int, window_ms: int) -> int:
+    """The start of the tumbling window that holds `at_ms`."""
+    return at_ms - at_ms % window_ms
+
+
+def _due(state: Budgets, agent_id: str, now_ms: int, policy: BudgetPolicy, cause: str | None) -> list[Event]:
+    usage = state.agents.get(agent_id)
+    if usage is None:
+        return []
+    due = []
+    if usage.throttled_until is not None and usage.throttled_until <= now_ms:
+        due.append(
+            alert(
+                "BudgetRestored",
+                now_ms,
+                (agent_id, usage.throttled_until),
+                causation_id=cause,
+                agent_id=agent_id,
+                window_start=from_millis(usage.throttled_until),
+            )
+        )
+    budget = policy.budget_for(agent_id)
+    if usage.used > budget and usage.exceeded_window != usage.window_start:
+        due.append(
+            alert(
+                "BudgetExceeded",
+                now_ms,
+                (agent_id, usage.window_start),
+                causation_id=cause,
+                agent_id=agent_id,
+                window_start=from_millis(usage.window_start),
+                window_end=from_millis(usage.window_start + state.window_ms),
+                used=usage.used,
+                budget=budget,
+            )
+        )
+    return due
+
+
+def _used(usage: AgentUsage | None, event: Event, window: int) -> AgentUsage:
+    data = event.data
+    tokens = max(0, data["prompt_tokens"]) + max(0, data["completion_tokens"])
+    generation = data["generation_id"]
+    if usage is None:
+        return AgentUsage(window, tokens, frozenset({generation}))
+    if window < usage.window_start or (window == usage.window_start and generation in usage.generations):
+        return usage
+    if window > usage.window_start:
+        return dataclasses.replace(usage, window_start=window, used=tokens, generations=frozenset({generation}))
+    return dataclasses.replace(usage, used=usage.used + tokens, generations=usage.generations | {generation})
+
+
+def _exceeded(usage: AgentUsage | None, data: Mapping) -> AgentUsage:
+    start, end = to_millis(data["window_start"]), to_millis(data["window_end"])
+    if usage is None:
+        return AgentUsage(start, exceeded_window=start, throttled_until=end)
+    if usage.exceeded_window is not None and start <= usage.exceeded_window:
+        return usage
+    return dataclasses.replace(usage, exceeded_window=start, throttled_until=end)
+
+
+def _restored(usage: AgentUsage, data: Mapping) -> AgentUsage:
+    if usage.throttled_until is None or to_millis(data["window_start"]) < usage.throttled_until:
+        return usage
+    return dataclasses.replace(usage, throttled_until=None)

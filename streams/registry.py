@@ -1,0 +1,143 @@
+"""The agent registry and liveness: a pure fold of registrations, heartbeats and deaths, and the death decision.
+
+Rules (all on event time, so replay gives the same answers):
+- a registration applies only if it is newer, by (occurred_at, event_id), than the current one; it starts a
+  new epoch, revives the agent and counts as its first heartbeat;
+- a heartbeat counts only for the run it names (`registration_id`), so stale heartbeats of an older run are
+  ignored; the last heartbeat never moves backwards; status and in-flight task come from the heartbeat with
+  the highest sequence of the run;
+- an agent is declared dead once when `now - last heartbeat > timeout`; the death names its run's
+  `registration_id`, so a death decided for an older run never kills a newer one;
+- a deregistration after the current registration takes the agent out of liveness; heartbeats never revive anyone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Literal
+
+from swarmlog.schemas.events import Event
+
+from .alerts import alert, from_millis
+
+Liveness = Literal["alive", "dead", "deregistered"]
+DEFAULT_TIMEOUT_MS = 5000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentView:
+    """What the registry knows of one agent in its current epoch."""
+
+    agent_id: str
+    capabilities: tuple[str, ...]
+    model: str
+    brain: str
+    node: str
+    gpu: int | None
+    region: str
+    slot: int
+    epoch: int
+    registration_id: str
+    registered_at_ms: int
+    last_heartbeat_ms: int
+    last_sequence: int = -1
+    status: str = "IDLE"
+    in_flight_task: str | None = None
+    liveness: Liveness = "alive"
+
+    @property
+    def alive(self) -> bool:
+        """Whether the agent counts as alive (registered, not declared dead, not deregistered)."""
+        return self.liveness == "alive"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Registry:
+    """Every agent's view, by agent id (never mutated once built)."""
+
+    agents: Mapping[str, AgentView] = dataclasses.field(default_factory=dict)
+
+
+INITIAL = Registry()
+
+
+def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
+    """One agent's view after `event` (the per-key fold a keyed table runs)."""
+    if event.name == "AgentRegistered":
+        return _registered(view, event)
+    if view is None:
+        return None
+    of_this_run = event.data.get("registration_id") == view.registration_id
+    if event.name == "AgentHeartbeat" and of_this_run:
+        return _heartbeat(view, event.data, event.occurred_at_ms)
+    if event.name == "AgentDeclaredDead" and of_this_run:
+        return dataclasses.replace(view, liveness="dead") if view.alive else view
+    if event.name == "AgentDeregistered" and event.occurred_at_ms >= view.registered_at_ms:
+        return dataclasses.replace(view, liveness="deregistered")
+    return view
+
+
+def evolve(state: Registry, event: Event) -> Registry:
+    """The registry after `event`; events that are not about agents leave it as it is."""
+    agent_id = event.data.get("agent_id")
+    if not isinstance(agent_id, str):
+        return state
+    before = state.agents.get(agent_id)
+    after = evolve_agent(before, event)
+    if after is None or after == before:
+        return state
+    return Registry({**state.agents, agent_id: after})
+
+
+def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[Event]:
+    """AgentDeclaredDead for each alive agent silent for more than `timeout_ms` at `now_ms`, once per epoch."""
+    return [
+        alert(
+            "AgentDeclaredDead",
+            now_ms,
+            (view.agent_id, view.registration_id),
+            causation_id=view.registration_id,
+            agent_id=view.agent_id,
+            registration_id=view.registration_id,
+            last_heartbeat_at=from_millis(view.last_heartbeat_ms),
+            timeout_ms=timeout_ms,
+            in_flight_task=view.in_flight_task,
+        )
+        for view in sorted(state.agents.values(), key=lambda v: v.agent_id)
+        if view.alive and now_ms - view.last_heartbeat_ms > timeout_ms
+    ]
+
+
+def _registered(view: AgentView | None, event: Event) -> AgentView:
+    at_ms = event.occurred_at_ms
+    if view is not None and (at_ms, event.event_id) <= (view.registered_at_ms, view.registration_id):
+        return view
+    data = event.data
+    return AgentView(
+        agent_id=data["agent_id"],
+        capabilities=tuple(sorted(set(data.get("capabilities", ())))),
+        model=data["model"],
+        brain=data["brain"],
+        node=data["node"],
+        gpu=data.get("gpu"),
+        region=data["region"],
+        slot=data["slot"],
+        epoch=1 if view is None else view.epoch + 1,
+        registration_id=event.event_id,
+        registered_at_ms=at_ms,
+        last_heartbeat_ms=at_ms,
+    )
+
+
+def _heartbeat(view: AgentView, data: Mapping, at_ms: int) -> AgentView:
+    latest = max(view.last_heartbeat_ms, at_ms)
+    if data["sequence"] <= view.last_sequence:
+        return dataclasses.replace(view, last_heartbeat_ms=latest)
+    return dataclasses.replace(
+        view,
+        last_heartbeat_ms=latest,
+        last_sequence=data["sequence"],
+        status=data["status"],
+        in_flight_task=data.get("in_flight_task"),
+    )

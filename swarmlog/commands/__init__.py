@@ -1,0 +1,1 @@
+"""The `swarmlog` CLI commands, one module per verb group."""

@@ -1,0 +1,1 @@
+"""Kafka adapters: admin, producing and consuming swarmlog events."""

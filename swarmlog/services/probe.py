@@ -1,0 +1,47 @@
+"""Readiness probes that make a real protocol round-trip: Kafka metadata, Redis PING."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import socket
+
+import redis
+from aiokafka import AIOKafkaClient
+from aiokafka.errors import KafkaError
+
+
+async def _kafka_has_brokers(bootstrap: str) -> bool:
+    """Bootstrap a client (ApiVersions + Metadata) and report whether a broker is registered."""
+    client = AIOKafkaClient(bootstrap_servers=bootstrap, request_timeout_ms=2000, connections_max_idle_ms=5000)
+    try:
+        await client.bootstrap()
+        return bool(client.cluster.brokers())
+    except (KafkaError, OSError, asyncio.TimeoutError):
+        return False
+    finally:
+        await client.close()
+
+
+def kafka_answers(bootstrap: str) -> bool:
+    """Whether a Kafka broker at `bootstrap` answers a metadata request and lists itself."""
+    # A plain connect first: aiokafka logs an error for every refused connection.
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+    except OSError:
+        return False
+    # A fresh thread owns its own event loop, so this works whether or not the caller runs one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _kafka_has_brokers(bootstrap)).result()
+
+
+def redis_answers(url: str) -> bool:
+    """Whether the Redis server at `url` answers PING."""
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()

@@ -1,0 +1,47 @@
+"""Shared session fixtures: the real services every integration test runs on."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from swarmlog.services import Broker, Redis, open_broker, open_redis
+from swarmlog.settings import Settings
+
+
+def _broker_kinds(kafka_only: bool) -> list[str]:
+    """The brokers to test on: SWARMLOG_BROKER (external if only SWARMLOG_BOOTSTRAP is set), else kafka and tansu."""
+    chosen = os.environ.get("SWARMLOG_BROKER") or ("external" if os.environ.get("SWARMLOG_BOOTSTRAP") else "")
+    kinds = [chosen] if chosen else ["kafka", "tansu"]
+    return [kind for kind in kinds if kind != "tansu"] if kafka_only else kinds
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses `broker` once per broker kind; `kafka_only` tests skip Tansu."""
+    if "broker" in metafunc.fixturenames:
+        kafka_only = metafunc.definition.get_closest_marker("kafka_only") is not None
+        metafunc.parametrize("broker", _broker_kinds(kafka_only), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """A started broker of the kind the test is parametrized with, shared by the whole session."""
+    settings = dataclasses.replace(Settings.from_env(), broker=request.param)
+    with open_broker(settings) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Redis]:
+    """A Redis server for the session: SWARMLOG_REDIS_URL when set, else a local redis-server."""
+    with open_redis(Settings.from_env()) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: Redis) -> str:
+    """The URL of the session's Redis server."""
+    return redis_server.url

@@ -1,0 +1,26 @@
+"""Checks that emitted events are valid records of their .avsc schemas (read with fastavro, not the project codec)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from fastavro.validation import validate
+
+from swarmlog.schemas.events import Event
+
+AVRO = Path(__file__).resolve().parents[2] / "schemas" / "avro"
+
+
+@functools.cache
+def _schema(name: str) -> Any:
+    """The parsed v1 schema of a record name."""
+    return fastavro.parse_schema(json.loads((AVRO / name / "v1.avsc").read_text()), named_schemas={})
+
+
+def assert_conforms(event: Event) -> None:
+    """Fail unless the event's data is a valid record of its schema."""
+    validate(dict(event.data), _schema(event.name), raise_errors=True)

@@ -1,0 +1,203 @@
+"""Missions, given/when/then: the three phases, plans, retries, the queue, deadlines and budgets."""
+
+import json
+
+from .conformance import assert_conforms
+from .harness import Swarm, named, task
+
+PIPELINE = [task("generate", "code"), task("review", "review", depends_on=["generate"], replicas=2),
+            task("test", "test", depends_on=["review"]), task("deploy", "ops", depends_on=["test"], replicas=3)]
+FINAL = {"prompt": "ship it", "required_capabilities": ["ops"]}
+
+
+def crew(swarm: Swarm) -> None:
+    """Agents for every stage of the pipeline, and a decider."""
+    for agent_id, capability in [("g1", "code"), ("g2", "code"), ("r1", "review"), ("r2", "review"), ("t1", "test"),
+                                 ("d1", "ops"), ("d2", "ops"), ("d3", "ops"), ("boss", "decision_making")]:
+        swarm.register(agent_id, capability)
+
+
+def answer(swarm: Swarm, task_id: str, *outputs: str) -> list:
+    """The running replicas of a task answer, in replica order; returns the events of the last answer."""
+    running = sorted((a for a in swarm.running() if a.data["task_id"] == task_id), key=lambda a: a.data["replica"])
+    assert len(running) == len(outputs)
+    return [event for assigned, out in zip(running, outputs) for event in swarm.complete(assigned, out)]
+
+
+def test_a_pipeline_with_replicas_runs_all_three_phases():
+    swarm = Swarm()
+    crew(swarm)
+    swarm.submit("m", PIPELINE, final_action=FINAL)
+    answer(swarm, "generate", "code v1")
+    reviews = [a for a in swarm.running() if a.data["task_id"] == "review"]
+    assert {a.data["agent_id"] for a in reviews} == {"r1", "r2"}
+    assert all(a.data["inputs"] == {"generate": "code v1"} for a in reviews)
+    answer(swarm, "review", "lgtm", "nit")
+    [test] = swarm.running()
+    assert test.data["inputs"] == {"review": "lgtm"}
+    answer(swarm, "test", "green")
+    swarm.now_ms += 1000
+    events = answer(swarm, "deploy", "deployed", "deployed", "rolled back")
+    assert [e.data["phase"] for e in named(events, "PhaseStarted")] == ["CONSENSUS"]
+    requests = named(events, "VoteRequested")
+    assert [r.data["voter_agent_id"] for r in requests] == ["g1", "r1", "r2", "t1", "d1", "d2", "d3"]
+    assert [c["candidate_id"] for c in requests[0].data["candidates"]] == ["deploy/0", "deploy/2"]
+
+    swarm.now_ms += 500
+    for request in requests[:3]:
+        assert named(swarm.vote(request, "deploy/0"), "ConsensusReached") == []
+    reached = swarm.vote(requests[3], "deploy/0")
+    [consensus] = named(reached, "ConsensusReached")
+    assert (consensus.data["output"], consensus.data["votes"], consensus.data["voters"]) == ("deployed", 4, 7)
+    assert consensus.data["consensus_ms"] == 500
+    [final] = named(reached, "TaskAssigned")
+    assert (final.data["kind"], final.data["agent_id"], final.data["inputs"]) == ("FINAL", "boss",
+                                                                                  {"consensus": "deployed"})
+    [done] = named(swarm.complete(final, "shipped", tokens=4), "MissionCompleted")
+    expected = {"success": True, "outputs": ["shipped"], "latency_ms": 1500, "agent_count": 8, "tasks_completed": 8,
+                "tasks_failed": 0, "consensus_ms": 500, "tokens_used": 74}
+    assert {key: done.data[key] for key in expected} == expected
+    assert swarm.vote(requests[4], "deploy/2") == []
+    for event in swarm.journal:
+        assert_conforms(event)
+    assert swarm.replay() == swarm.state
+
+
+def test_a_single_candidate_is_consensus_at_once_and_no_final_action_completes_after_it():
+    swarm = Swarm()
+    crew(swarm)
+    swarm.submit("m", [task("generate", "code", replicas=2)])
+    events = answer(swarm, "generate", "same", "same")
+    assert named(events, "VoteRequested") == []
+    assert named(events, "ConsensusReached")[0].data["support"] == 1.0
+    assert named(events, "MissionCompleted")[0].data["outputs"] == ["same"]
+
+
+def test_consensus_times_out_with_the_leader_or_the_first_candidate():
+    for votes, expected in [(["generate/1"], ("generate/1", "b")), ([], (None, "a"))]:
+        swarm = Swarm()
+        crew(swarm)
+        swarm.submit("m", [task("generate", "code", replicas=2)], consensus={
+            "strategy": "MAJORITY", "window_ms": 1000, "quorum": 1.0})
+        requests = named(answer(swarm, "generate", "a", "b"), "VoteRequested")
+        for request, candidate in zip(requests, votes):
+            swarm.vote(request, candidate)
+        assert swarm.tick(999) == []
+        timed_out = named(swarm.tick(1), "ConsensusTimedOut")[0].data
+        assert (timed_out["candidate_id"], timed_out["output"], timed_out["votes"]) == (*expected, len(votes))
+        assert swarm.state.missions["m"].phase == "COMPLETED"
+
+
+def test_confidence_weighted_votes_follow_confidence():
+    swarm = Swarm()
+    for agent_id in ("a", "b", "c"):
+        swarm.register(agent_id, "code")
+    swarm.submit("m", [task("t", "code", replicas=3)], consensus={
+        "strategy": "CONFIDENCE_WEIGHTED", "window_ms": 1000, "quorum": 1.0})
+    requests = named(answer(swarm, "t", "x", "y", "y"), "VoteRequested")
+    swarm.vote(requests[0], "t/0", confidence=0.9)
+    swarm.vote(requests[1], "t/1", confidence=0.2)
+    reached = named(swarm.vote(requests[2], "t/1", confidence=0.3), "ConsensusReached")[0].data
+    assert (reached["candidate_id"], round(reached["support"], 2)) == ("t/0", 0.64)
+
+
+def test_a_planning_task_s_answer_becomes_the_task_list():
+    swarm = Swarm()
+    crew(swarm)
+    swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": ["code"]})
+    [planner] = swarm.running()
+    assert (planner.data["kind"], planner.data["task_id"]) == ("PLAN", "@plan")
+    plan = [{"task_id": "a", "prompt": "A", "required_capabilities": ["test"], "depends_on": []},
+            {"task_id": "b", "prompt": "B", "required_capabilities": ["review"], "depends_on": ["a"]}]
+    events = swarm.complete(planner, json.dumps(plan))
+    assert [e.data["phase"] for e in named(events, "PhaseStarted")] == ["WORK"]
+    assert [(e.data["task_id"], e.data["agent_id"]) for e in named(events, "TaskAssigned")] == [("a", "t1")]
+    answer(swarm, "a", "done a")
+    assert named(answer(swarm, "b", "done b"), "MissionCompleted")[0].data["outputs"] == ["done b"]
+    assert swarm.replay() == swarm.state
+
+
+def test_an_invalid_plan_fails_the_mission_with_the_reason():
+    swarm = Swarm()
+    crew(swarm)
+    swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": []})
+    [failed] = named(swarm.complete(swarm.running()[0], '[{"task_id": "a", "prompt": "p", "depends_on": ["a"]}]'),
+                     "MissionFailed")
+    assert failed.data["reason"].startswith("invalid plan: dependency cycle")
+
+
+def test_an_invalid_mission_is_rejected_once():
+    swarm = Swarm()
+    [rejected] = swarm.submit("m", [task("a", depends_on=["b"])])
+    assert (rejected.name, "unknown tasks" in rejected.data["reason"]) == ("MissionRejected", True)
+    assert swarm.submit("m", [task("a")]) == []
+
+
+def test_a_failed_attempt_retries_on_another_agent_and_fails_the_mission_after_max_attempts():
+    swarm = Swarm()
+    for agent_id in ("a", "b", "c", "d"):
+        swarm.register(agent_id, "code")
+    swarm.submit("m", [task("t", "code")])
+    agents = []
+    for attempt in (1, 2, 3):
+        [running] = swarm.running()
+        assert running.data["attempt"] == attempt and running.data["agent_id"] not in agents
+        agents.append(running.data["agent_id"])
+        events = swarm.fail(running)
+    [failed] = named(events, "MissionFailed")
+    assert (failed.data["tasks_failed"], failed.data["malformed_count"]) == (3, 3)
+    assert "failed on every replica" in failed.data["reason"]
+
+
+def test_a_replicated_task_succeeds_when_one_replica_does():
+    swarm = Swarm()
+    for agent_id in ("a", "b", "c", "d", "e"):
+        swarm.register(agent_id, "code")
+    swarm.submit("m", [task("t", "code", replicas=2)])
+    first = next(a for a in swarm.running() if a.data["replica"] == 0)
+    swarm.complete(first, "ok")
+    for _ in range(3):
+        events = swarm.fail(next(a for a in swarm.running() if a.data["replica"] == 1), "MODEL_ERROR")
+    assert named(events, "MissionCompleted")[0].data["outputs"] == ["ok"]
+
+
+def test_the_queue_drains_fifo_when_an_agent_registers():
+    swarm = Swarm()
+    swarm.submit("m1", [task("a", "gpu")])
+    swarm.submit("m2", [task("b", "gpu")])
+    assert [e.data["attempt"] for e in named(swarm.journal, "TaskQueued")] == [1, 1]
+    [assigned] = named(swarm.register("x", "gpu"), "TaskAssigned")
+    assert (assigned.data["mission_id"], assigned.data["attempt"]) == ("m1", 1)
+    [assigned] = named(swarm.complete(assigned, "done"), "TaskAssigned")
+    assert (assigned.data["mission_id"], assigned.data["agent_id"]) == ("m2", "x")
+    assert swarm.state.queue == ()
+
+
+def test_a_throttled_agent_gets_nothing_until_its_budget_is_restored():
+    swarm = Swarm()
+    swarm.register("x", "code")
+    swarm.send("BudgetExceeded", agent_id="x", window_start=0, window_end=60_000, used=11, budget=10)
+    assert named(swarm.submit("m", [task("a", "code")]), "TaskQueued")
+    [assigned] = named(swarm.send("BudgetRestored", agent_id="x", window_start=60_000), "TaskAssigned")
+    assert assigned.data["agent_id"] == "x"
+
+
+def test_a_mission_past_its_deadline_fails_and_frees_its_agents():
+    swarm = Swarm()
+    swarm.register("x", "code")
+    swarm.submit("m", [task("a", "code")], deadline_ms=5000)
+    assert swarm.tick(4999) == []
+    events = swarm.tick(1)
+    assert [e.name for e in events] == ["TaskCancelled", "MissionFailed"]
+    assert events[1].data["reason"].startswith("deadline passed")
+    assert swarm.state.agents["x"].task is None
+    assert swarm.tick(1) == []
+
+
+def test_a_mission_over_its_token_budget_fails():
+    swarm = Swarm()
+    swarm.register("x", "code")
+    swarm.register("y", "code")
+    swarm.submit("m", [task("a", "code"), task("b", "code", depends_on=["a"])], token_budget=100)
+    [failed] = named(swarm.complete(swarm.running()[0], "out", tokens=101), "MissionFailed")
+    assert (failed.data["reason"], failed.data["tokens_used"]) == ("token budget exceeded: used 101 of 100", 101)
