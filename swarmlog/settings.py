@@ -70,6 +70,11 @@ class Settings:
             values["broker"] = "external"
         return cls(**values)
 
+    @property
+    def region_names(self) -> tuple[str, ...]:
+        """The regions, named region-0 … region-N-1; region i owns partition i of the coordinator journal."""
+        return tuple(f"region-{index}" for index in range(self.regions))
+
     def with_services(self, *, bootstrap: str, redis_url: str | None = None) -> Settings:
         """A copy pointing at services a fixture just started."""
         return dataclasses.replace(self, bootstrap=bootstrap, redis_url=redis_url or self.redis_url)

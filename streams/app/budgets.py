@@ -14,6 +14,7 @@ from swarmlog.schemas.events import Event
 from swarmlog.streams.budgets import AgentUsage, BudgetPolicy, Budgets, decide_budget, evolve
 
 from .config import StreamsConfig
+from .tables import fold_table
 from .records import Io, now_ms, raw_topic
 
 USAGE = "swarm.usage"
@@ -22,8 +23,7 @@ CONTROL = "swarm.control"
 
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
-    table = app.Table("budgets", default=None, key_serializer="json", value_serializer="pickle",
-                      options={"driver": "rocksdict"})
+    table = fold_table(app, "budgets")
     policy = BudgetPolicy(default_tokens=config.budget_tokens)
     in_flight: set[str] = set()
 

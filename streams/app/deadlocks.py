@@ -16,6 +16,7 @@ import faust
 from swarmlog.streams.waitgraph import INITIAL, decide_deadlocks, evolve
 
 from .config import StreamsConfig
+from .tables import fold_table
 from .records import Io, now_ms, raw_topic
 
 WAITS = "swarm.waits"
@@ -25,9 +26,8 @@ GRAPH_KEY = "graph"
 
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
-    table = app.Table("waitgraph", default=None, partitions=1, key_serializer="json", value_serializer="pickle",
-                      options={"driver": "rocksdict"})
-    global_waits = raw_topic(app, f"{config.app_id}-waits-global", partitions=1)
+    table = fold_table(app, "waitgraph", partitions=1)
+    global_waits = raw_topic(app, f"{config.app_id}-waits-global", partitions=1, internal=True)
 
     async def forward(stream: faust.StreamT) -> None:
         async for record, _ in io.decoded(stream):

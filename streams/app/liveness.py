@@ -14,6 +14,7 @@ from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
 
 from .config import StreamsConfig
 from .progress import Progress
+from .tables import fold_table
 from .records import Io, now_ms, raw_topic
 
 REGISTRY = "swarm.agents.registry"
@@ -22,8 +23,7 @@ HEARTBEATS = "swarm.agents.heartbeats"
 
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
-    table = app.Table("registry", default=None, key_serializer="json", value_serializer="pickle",
-                      options={"driver": "rocksdict"})
+    table = fold_table(app, "registry")
     progress = Progress(app, (REGISTRY, HEARTBEATS))
     in_flight: set[str] = set()
 

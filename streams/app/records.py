@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import faust
 from faust.types import EventT
@@ -22,10 +23,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def raw_topic(app: faust.App, *names: str, partitions: int | None = None) -> faust.TopicT:
+def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
     """A topic of undecoded keys and values (the codec runs in the agents, so bad bytes become dead letters)."""
-    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
-                     partitions=partitions)
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw", **options)
 
 
 class Io:
@@ -46,13 +46,23 @@ class Io:
     async def decoded(self, stream: faust.StreamT) -> AsyncIterator[tuple[EventT, Event]]:
         """The stream's records with their events; an undecodable record goes to the dead letters instead."""
         async for record in stream.events():
-            message = record.message
-            try:
-                event = self.codec.decode_record(record.value or b"", message.topic, message.partition, message.offset)
-            except DecodeError as exc:
-                await self.send(DEADLETTER, message.topic, dead_letter(record, exc))
-                continue
-            yield record, event
+            event = await self._decode(record)
+            if event is not None:
+                yield record, event
+
+    async def decoded_chunks(self, stream: faust.StreamT, size: int, within_s: float) -> AsyncIterator[list[Event]]:
+        """The stream's events in chunks of at most `size` or `within_s` seconds, acknowledged after each chunk."""
+        async for records in stream.take_events(size, within_s):
+            events = [await self._decode(record) for record in records]
+            yield [event for event in events if event is not None]
+
+    async def _decode(self, record: EventT) -> Event | None:
+        message = record.message
+        try:
+            return self.codec.decode_record(record.value or b"", message.topic, message.partition, message.offset)
+        except DecodeError as exc:
+            await self.send(DEADLETTER, message.topic, dead_letter(record, exc))
+            return None
 
 
 def dead_letter(record: EventT, error: DecodeError) -> Event:

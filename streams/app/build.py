@@ -1,0 +1,23 @@
+"""The Faust app of the stream processors, built from the configuration (no module-level app)."""
+
+from __future__ import annotations
+
+import faust
+
+from swarmlog.schemas.codec import codec_for
+
+from . import budgets, deadlocks, liveness, memory
+from .config import StreamsConfig
+from .records import Io
+
+
+def build_app(config: StreamsConfig) -> faust.App:
+    """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
+    app = faust.App(config.app_id, **config.faust_settings())
+    io = Io(app, codec_for(config.settings.schema_registry_url))
+    liveness.install(app, io, config)
+    deadlocks.install(app, io, config)
+    budgets.install(app, io, config)
+    if config.settings.redis_url is not None:
+        memory.install(app, io, config)
+    return app

@@ -1,0 +1,44 @@
+"""The Redis memory projection: experiences become keys with an absolute expiry, written in batches every tick.
+
+Records are taken in chunks of up to one tick; a chunk's writes are flushed with one pipeline of SET ... PXAT
+before the chunk is acknowledged, so a crash repeats writes (idempotent) and never loses one.
+"""
+
+from __future__ import annotations
+
+import faust
+import redis.asyncio as aioredis
+
+from swarmlog.streams.memory import WriteBatcher, plan_write
+
+from .config import StreamsConfig
+from .records import Io, now_ms, raw_topic
+
+EXPERIENCES = "swarm.memory.experiences"
+CHUNK = 1000
+
+
+def install(app: faust.App, io: Io, config: StreamsConfig) -> None:
+    """Add the memory projection agent to `app` (only call it when Redis is configured)."""
+    assert config.settings.redis_url is not None
+
+    async def project(stream: faust.StreamT) -> None:
+        client = aioredis.from_url(config.settings.redis_url)
+        try:
+            async for chunk in io.decoded_chunks(stream, CHUNK, config.tick_s):
+                batcher, now, writes = WriteBatcher(), now_ms(), []
+                for event in chunk:
+                    write = plan_write(event, now)
+                    if write is not None:
+                        batcher, closed = batcher.add(write, event.occurred_at_ms)
+                        writes += closed
+                writes += batcher.flush()[1]
+                if writes:
+                    async with client.pipeline(transaction=False) as pipe:
+                        for write in writes:
+                            pipe.set(write.key, write.value, pxat=write.expire_at_ms)
+                        await pipe.execute()
+        finally:
+            await client.aclose()
+
+    app.agent(raw_topic(app, EXPERIENCES), name="memory")(project)

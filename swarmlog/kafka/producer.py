@@ -1,0 +1,86 @@
+"""Produces swarmlog events: checks each against the topic catalog and the size limit, encodes, awaits delivery."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from swarmlog.errors import EncodeError, ServiceError
+from swarmlog.schemas.codec import Codec, codec_for
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.topics import TopicSpec, catalog
+
+
+def idempotence_supported(settings: Settings) -> bool:
+    """Whether the broker kind takes idempotent and transactional producers (Tansu does not)."""
+    return settings.broker != "tansu"
+
+
+class EventProducer:
+    """An aiokafka producer that only writes catalogued events to the topics that carry them."""
+
+    def __init__(self, settings: Settings, *, client_id: str, transactional_id: str | None = None, **options: Any):
+        if transactional_id and not idempotence_supported(settings):
+            raise ServiceError(f"the {settings.broker} broker has no transactions; run without a transactional_id")
+        self._settings = settings
+        self._codec: Codec = codec_for(settings.schema_registry_url)
+        self._topics: dict[str, TopicSpec] = {spec.name: spec for spec in catalog(settings)}
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=settings.bootstrap,
+            client_id=client_id,
+            acks="all",
+            enable_idempotence=idempotence_supported(settings),
+            transactional_id=transactional_id,
+            max_request_size=settings.max_message_bytes,
+            **options,
+        )
+
+    async def __aenter__(self) -> EventProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Connect to the broker; a ServiceError says how to fix an unreachable one."""
+        try:
+            await self._producer.start()
+        except KafkaError as exc:
+            await self._producer.stop()
+            raise ServiceError(f"cannot produce to {self._settings.bootstrap}: {exc}; is the broker up?") from exc
+
+    async def stop(self) -> None:
+        """Flush what is pending and disconnect; safe to call twice."""
+        await self._producer.stop()
+
+    @property
+    def raw(self) -> AIOKafkaProducer:
+        """The underlying aiokafka producer (for transactions and offsets)."""
+        return self._producer
+
+    def encode_for(self, topic: str, event: Event) -> bytes:
+        """The bytes of `event` for `topic`, or an EncodeError when it does not belong there or is too large."""
+        spec = self._topics.get(topic)
+        if spec is None:
+            raise EncodeError(f"{topic!r} is not a swarmlog topic; see `swarmlog topics list`")
+        if event.name not in spec.events:
+            raise EncodeError(f"{event.name} does not belong on {topic}; it carries {', '.join(spec.events)}")
+        payload = self._codec.encode(event)
+        if len(payload) > self._settings.max_message_bytes:
+            raise EncodeError(
+                f"{event.name} {event.event_id} is {len(payload)} bytes, over the {self._settings.max_message_bytes}-byte "
+                "limit; shorten it or raise SWARMLOG_MAX_MESSAGE_BYTES together with the topics' max.message.bytes"
+            )
+        return payload
+
+    async def send(self, topic: str, event: Event, *, key: str | None = None, partition: int | None = None) -> None:
+        """Write one event and wait until the broker has it."""
+        payload = self.encode_for(topic, event)
+        await self._producer.send_and_wait(
+            topic, payload, key=None if key is None else key.encode(), partition=partition
+        )
