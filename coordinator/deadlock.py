@@ -1,4 +1,4 @@
-"""Breaking a wait-for cycle: abort the youngest wait, which a detector that checks on insert lists first."""
+"""Breaking a wait-for cycle: abort its youngest wait (the latest start; ties go to the larger wait id)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ from typing import Any
 
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.draft import Draft
+from swarmlog.schemas.events import to_millis
 
 
 def on_detected(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
-    """DeadlockBroken and an error PeerAnswered to the waiter of wait_ids[0], when that waiter is this region's."""
-    cycle, wait_ids = list(data["cycle"]), list(data["wait_ids"])
-    if not cycle or len(wait_ids) != len(cycle):
-        return Rejected(f"DeadlockDetected needs one wait id per agent of its cycle; got {cycle} and {wait_ids}")
+    """DeadlockBroken and an error PeerAnswered to the youngest wait's waiter, when that waiter is this region's."""
+    cycle, wait_ids, started = list(data["cycle"]), list(data["wait_ids"]), list(data["waits_started_at"])
+    if not cycle or not len(wait_ids) == len(started) == len(cycle):
+        return Rejected(f"DeadlockDetected needs one wait id and start per agent of its cycle; got {cycle}, "
+                        f"{wait_ids} and {started}")
     if draft.state.broken_waits.intersection(wait_ids):
         return None
-    waiter, waited_for, wait_id = cycle[0], cycle[1 % len(cycle)], wait_ids[0]
+    youngest = max(range(len(cycle)), key=lambda index: (to_millis(started[index]), wait_ids[index]))
+    waiter, waited_for, wait_id = cycle[youngest], cycle[(youngest + 1) % len(cycle)], wait_ids[youngest]
     agent = draft.state.agents.get(waiter)
     if agent is None:
         return None

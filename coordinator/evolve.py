@@ -8,7 +8,7 @@ from typing import Any
 
 from swarmlog.coordinator import plan
 from swarmlog.coordinator.state import (
-    CANCELLED, COMPLETED, DONE, FAILED, MAX_ATTEMPTS, MISSION_FAILED, PENDING, PLAN_TASK, QUEUED, RUNNING,
+    CANCELLED, COMPLETED, DONE, FAILED, MAX_ATTEMPTS, MISSION_FAILED, PENDING, QUEUED, RUNNING,
     Agent, Ballot, Candidate, ConsensusSpec, Mission, State, TaskKey,
 )
 from swarmlog.schemas.events import Event, to_millis
@@ -98,12 +98,13 @@ def _rejected(state: State, data: Data) -> State:
 
 
 def _phase_started(state: State, data: Data) -> State:
-    mission = dataclasses.replace(state.missions[data["mission_id"]], phase=data["phase"])
-    if data["phase"] == "WORK" and PLAN_TASK in mission.tasks:
-        planned = plan.parse(mission.replica(PLAN_TASK, 0).output or "")
-        if not isinstance(planned, str):
-            mission = dataclasses.replace(mission, tasks={**mission.tasks, **{s.task_id: s for s in planned}})
-    return _put(state, mission)
+    return _put(state, dataclasses.replace(state.missions[data["mission_id"]], phase=data["phase"]))
+
+
+def _plan_adopted(state: State, data: Data) -> State:
+    mission = state.missions[data["mission_id"]]
+    planned = {record["task_id"]: plan.from_record(record) for record in data["tasks"]}
+    return _put(state, dataclasses.replace(mission, tasks={**mission.tasks, **planned}))
 
 
 def _queued(state: State, data: Data) -> State:
@@ -183,7 +184,7 @@ def _vote_requested(state: State, data: Data) -> State:
     return _put(state, dataclasses.replace(mission, ballot=ballot))
 
 
-def _vote_cast(state: State, data: Data) -> State:
+def _vote_recorded(state: State, data: Data) -> State:
     mission = state.missions[data["mission_id"]]
     ballot = mission.ballot
     if ballot is None:
@@ -213,6 +214,7 @@ _APPLY: dict[str, Callable[[State, Data], State]] = {
     "MissionAccepted": _accepted,
     "MissionRejected": _rejected,
     "PhaseStarted": _phase_started,
+    "PlanAdopted": _plan_adopted,
     "TaskQueued": _queued,
     "TaskAssigned": _assigned,
     "TaskReassigned": _reassigned,
@@ -222,7 +224,7 @@ _APPLY: dict[str, Callable[[State, Data], State]] = {
     "AgentDelisted": _delisted,
     "AgentThrottleNoted": _throttle_noted,
     "VoteRequested": _vote_requested,
-    "VoteCast": _vote_cast,
+    "VoteRecorded": _vote_recorded,
     "ConsensusReached": _consensus,
     "ConsensusTimedOut": _consensus,
     "MissionCompleted": _ended(COMPLETED),

@@ -120,6 +120,7 @@ def _finish_phase(draft: Draft, mission: Mission) -> None:
         if isinstance(planned, str):
             fail(draft, mission, f"invalid plan: {planned}")
         else:
+            draft.emit("PlanAdopted", mission_id, mission_id=mission_id, tasks=[plan.to_record(spec) for spec in planned])
             draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="WORK")
     elif mission.phase == "WORK":
         draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="CONSENSUS")

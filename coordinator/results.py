@@ -15,14 +15,13 @@ Data = Mapping[str, Any]
 
 def on_completed(draft: Draft, data: Data) -> Rejected | None:
     """Record a TaskCompleted."""
-    tokens = data.get("prompt_tokens", 0) + data.get("completion_tokens", 0)
-    return _record(draft, data, succeeded=True, output=data["output"], malformed=False, tokens=tokens)
+    return _record(draft, data, succeeded=True, output=data["output"], malformed=False, tokens=_tokens(data))
 
 
 def on_failed(draft: Draft, data: Data) -> Rejected | None:
-    """Record a TaskFailed (the mission retries it on another agent)."""
+    """Record a TaskFailed and the tokens its attempt spent (the mission retries it on another agent)."""
     return _record(draft, data, succeeded=False, output=None, malformed=data["failure"] == "MALFORMED_OUTPUT",
-                   tokens=0)
+                   tokens=_tokens(data))
 
 
 def on_released(draft: Draft, data: Data) -> Rejected | None:
@@ -34,6 +33,11 @@ def on_released(draft: Draft, data: Data) -> Rejected | None:
         key = (data["mission_id"], data["task_id"], data["replica"])
         reassign(draft, key, data["agent_id"], f"released: {data['reason']}")
     return None
+
+
+def _tokens(data: Data) -> int:
+    """The tokens an attempt spent (both counts default to 0 in the schemas)."""
+    return data.get("prompt_tokens", 0) + data.get("completion_tokens", 0)
 
 
 def _record(draft: Draft, data: Data, **result: Any) -> Rejected | None:

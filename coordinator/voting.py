@@ -41,9 +41,8 @@ def on_vote_cast(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
         return Rejected(f"ballot {ballot.ballot_id} has no candidate {data['candidate_id']!r}")
     if voter in ballot.votes:
         return None
-    draft.emit("VoteCast", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot.ballot_id,
-               voter_agent_id=voter, candidate_id=data["candidate_id"], confidence=data.get("confidence", 1.0),
-               reason=data.get("reason"))
+    draft.emit("VoteRecorded", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot.ballot_id,
+               voter_agent_id=voter, candidate_id=data["candidate_id"], confidence=data.get("confidence", 1.0))
     mission = draft.state.missions[mission.mission_id]
     ballot = mission.ballot
     lead = consensus.leader(ballot, mission.consensus.strategy)

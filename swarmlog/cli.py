@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from swarmlog.commands import schemas, topics
+from swarmlog.commands.streams import streams
 from swarmlog.commands.up import up
 
 app = typer.Typer(
@@ -13,6 +14,7 @@ app = typer.Typer(
     "Exit codes: 0 ok, 1 the operation failed, 2 usage, 3 configuration, 4 a service is unreachable.",
 )
 app.command("up")(up)
+app.command("streams")(streams)
 app.add_typer(topics.app, name="topics")
 app.add_typer(schemas.app, name="schemas")
 

@@ -45,3 +45,9 @@ def redis_server() -> Iterator[Redis]:
 def redis_url(redis_server: Redis) -> str:
     """The URL of the session's Redis server."""
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def settings(broker: Broker, redis_url: str) -> Settings:
+    """Settings pointing at the session's broker and Redis."""
+    return dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap, redis_url=redis_url)

@@ -14,8 +14,8 @@ from swarmlog.schemas.events import Event
 from swarmlog.streams.budgets import AgentUsage, BudgetPolicy, Budgets, decide_budget, evolve
 
 from .config import StreamsConfig
-from .tables import fold_table
 from .records import Io, now_ms, raw_topic
+from .tables import fold_table
 
 USAGE = "swarm.usage"
 CONTROL = "swarm.control"

@@ -16,8 +16,8 @@ import faust
 from swarmlog.streams.waitgraph import INITIAL, decide_deadlocks, evolve
 
 from .config import StreamsConfig
-from .tables import fold_table
 from .records import Io, now_ms, raw_topic
+from .tables import fold_table
 
 WAITS = "swarm.waits"
 ALERTS = "swarm.alerts"

@@ -14,8 +14,8 @@ from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
 
 from .config import StreamsConfig
 from .progress import Progress
-from .tables import fold_table
 from .records import Io, now_ms, raw_topic
+from .tables import fold_table
 
 REGISTRY = "swarm.agents.registry"
 HEARTBEATS = "swarm.agents.heartbeats"

@@ -88,12 +88,13 @@ class Swarm:
                          confidence=1.0, steps=1, prompt_tokens=tokens // 2, completion_tokens=tokens - tokens // 2,
                          latency_ms=5)
 
-    def fail(self, assigned: Event, failure: str = "MALFORMED_OUTPUT") -> list[Event]:
-        """The agent of an assignment gives up on it."""
+    def fail(self, assigned: Event, failure: str = "MALFORMED_OUTPUT", tokens: int = 0) -> list[Event]:
+        """The agent of an assignment gives up on it, having spent tokens."""
         data = assigned.data
         return self.send("TaskFailed", mission_id=data["mission_id"], task_id=data["task_id"],
                          replica=data["replica"], attempt=data["attempt"], agent_id=data["agent_id"],
-                         failure=failure, detail="bad json", raw_output="{", steps=1, latency_ms=5)
+                         failure=failure, detail="bad json", raw_output="{", steps=1, prompt_tokens=tokens // 2,
+                         completion_tokens=tokens - tokens // 2, latency_ms=5)
 
     def vote(self, request: Event, candidate_id: str, confidence: float = 1.0) -> list[Event]:
         """A voter answers its VoteRequested."""

@@ -14,4 +14,4 @@ def test_unknown_kinds_and_unknown_subjects_change_nothing():
     for event in [Event("SomethingNew", {}), Event("TaskAssigned", {"mission_id": "other"}),
                   Event("AgentDelisted", {"agent_id": "nobody", "reason": "?"}), Event("PeerAnswered", {})]:
         assert evolve(state, event) is state
-    assert evolve(INITIAL, Event("VoteCast", {"mission_id": "m"})) is INITIAL
+    assert evolve(INITIAL, Event("VoteRecorded", {"mission_id": "m"})) is INITIAL

@@ -58,9 +58,9 @@ def test_a_result_for_a_task_never_assigned_is_rejected():
     assert isinstance(decide(Receive(bogus, swarm.now_ms), swarm.state), Rejected)
 
 
-def test_a_deadlock_is_broken_once_by_aborting_the_first_listed_wait():
+def test_a_deadlock_is_broken_once_by_aborting_the_youngest_wait():
     swarm = two_coders_on_a_task()
-    cycle = {"cycle": ["a", "b"], "wait_ids": ["w-new", "w-old"]}
+    cycle = {"cycle": ["b", "a"], "wait_ids": ["w-old", "w-new"], "waits_started_at": [100, 200]}
     broken, answered = swarm.send("DeadlockDetected", **cycle)
     assert (broken.name, broken.data["wait_id"], broken.data["waiter_agent_id"], broken.data["mission_id"]) == (
         "DeadlockBroken", "w-new", "a", "m")
@@ -68,9 +68,21 @@ def test_a_deadlock_is_broken_once_by_aborting_the_first_listed_wait():
             answered.data["from_agent_id"]) == ("PeerAnswered", "w-new", "a", "b")
     assert "deadlock" in answered.data["error"]
     assert swarm.send("DeadlockDetected", **cycle) == []
-    assert swarm.send("DeadlockDetected", cycle=["x", "y"], wait_ids=["w-x", "w-y"]) == []
+    assert swarm.send("DeadlockDetected", cycle=["x", "y"], wait_ids=["w-x", "w-y"], waits_started_at=[1, 2]) == []
     assert_conforms(broken)
     assert_conforms(answered)
+
+
+def test_waits_started_together_break_the_one_with_the_larger_id():
+    swarm = two_coders_on_a_task()
+    [broken, _] = swarm.send("DeadlockDetected", cycle=["a", "b"], wait_ids=["w-1", "w-2"], waits_started_at=[5, 5])
+    assert (broken.data["wait_id"], broken.data["waiter_agent_id"]) == ("w-2", "b")
+
+
+def test_a_deadlock_without_a_start_per_wait_is_rejected():
+    swarm = two_coders_on_a_task()
+    detected = swarm.input("DeadlockDetected", cycle=["a", "b"], wait_ids=["w-1", "w-2"], waits_started_at=[5])
+    assert isinstance(decide(Receive(detected, swarm.now_ms), swarm.state), Rejected)
 
 
 def test_redelivered_inputs_emit_nothing():

@@ -74,7 +74,7 @@ def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
     action = data.draw(st.sampled_from(["complete", "complete", "fail", "release"]))
     if action == "fail":
         return _receive(swarm, "TaskFailed", **about, failure="MALFORMED_OUTPUT", detail="", raw_output=None,
-                        steps=1, latency_ms=1)
+                        steps=1, prompt_tokens=data.draw(st.integers(0, 20)), completion_tokens=3, latency_ms=1)
     if action == "release":
         return _receive(swarm, "TaskReleased", **about, reason="drain")
     output = data.draw(st.sampled_from(OUTPUTS))
@@ -104,7 +104,8 @@ def tick(swarm: Swarm, data: st.DataObject) -> Tick:
 def deadlock(swarm: Swarm, data: st.DataObject) -> Receive:
     cycle = data.draw(st.lists(st.sampled_from(AGENTS), min_size=2, max_size=3, unique=True))
     return _receive(swarm, "DeadlockDetected", cycle=cycle,
-                    wait_ids=[f"w-{agent}-{data.draw(st.integers(0, 2))}" for agent in cycle])
+                    wait_ids=[f"w-{agent}-{data.draw(st.integers(0, 2))}" for agent in cycle],
+                    waits_started_at=[data.draw(st.integers(0, 3)) for _ in cycle])
 
 
 def _receive(swarm: Swarm, name: str, **fields) -> Receive:

@@ -1,0 +1,48 @@
+"""Settings come from SWARMLOG_* variables and flags, and wrong values fail at start with a clear message."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from swarmlog.errors import ConfigError
+from swarmlog.settings import Settings, parse_bootstrap
+
+
+def test_environment_then_flags() -> None:
+    env = {"SWARMLOG_BOOTSTRAP": "k1:9092,k2:9093", "SWARMLOG_REGIONS": "2", "SWARMLOG_CACHE_DIR": "/tmp/c"}
+
+    settings = Settings.from_env(env, regions=3)
+
+    assert settings.broker == "external"
+    assert settings.bootstrap == "k1:9092,k2:9093"
+    assert settings.regions == 3
+    assert settings.cache_dir == Path("/tmp/c")
+    assert settings.region_names == ("region-0", "region-1", "region-2")
+
+
+def test_settings_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Settings().regions = 9  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SWARMLOG_BROKER": "rabbit"}, "SWARMLOG_BROKER='rabbit' is not a broker kind"),
+        ({"SWARMLOG_BROKER": "external"}, "SWARMLOG_BROKER=external needs SWARMLOG_BOOTSTRAP"),
+        ({"SWARMLOG_BOOTSTRAP": "localhost"}, "bootstrap server 'localhost' is not host:port"),
+        ({"SWARMLOG_REGIONS": "two"}, "SWARMLOG_REGIONS='two' is not a whole number"),
+        ({"SWARMLOG_REGIONS": "0"}, "SWARMLOG_REGIONS must be at least 1"),
+        ({"SWARMLOG_REDIS_URL": "localhost:6379"}, "must start with redis://"),
+    ],
+)
+def test_wrong_values_name_the_variable_and_the_fix(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        Settings.from_env(env)
+
+
+def test_bootstrap_lists_parse_ipv6_and_names() -> None:
+    assert parse_bootstrap("[::1]:9092, broker:19092") == [("::1", 9092), ("broker", 19092)]
