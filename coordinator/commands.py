@@ -38,7 +38,7 @@ Command = Receive | Tick
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Decision:
-    """The journal events (and inbox messages) a command produced, in order; empty when nothing is to be done."""
+    """The journal events a command produced, in order (their inbox messages follow from them: `inbox.messages`)."""
 
     events: tuple[Event, ...] = ()
 

@@ -120,7 +120,8 @@ def _finish_phase(draft: Draft, mission: Mission) -> None:
         if isinstance(planned, str):
             fail(draft, mission, f"invalid plan: {planned}")
         else:
-            draft.emit("PlanAdopted", mission_id, mission_id=mission_id, tasks=[plan.to_record(spec) for spec in planned])
+            tasks = [plan.to_record(spec) for spec in planned]
+            draft.emit("PlanAdopted", mission_id, mission_id=mission_id, tasks=tasks)
             draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="WORK")
     elif mission.phase == "WORK":
         draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="CONSENSUS")

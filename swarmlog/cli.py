@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from swarmlog.commands import schemas, topics
+from swarmlog.commands.coordinator import coordinator
+from swarmlog.commands.agent import agent
 from swarmlog.commands.streams import streams
 from swarmlog.commands.up import up
 
@@ -14,7 +16,9 @@ app = typer.Typer(
     "Exit codes: 0 ok, 1 the operation failed, 2 usage, 3 configuration, 4 a service is unreachable.",
 )
 app.command("up")(up)
+app.command("agent")(agent)
 app.command("streams")(streams)
+app.command("coordinator")(coordinator)
 app.add_typer(topics.app, name="topics")
 app.add_typer(schemas.app, name="schemas")
 

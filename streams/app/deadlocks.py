@@ -24,10 +24,15 @@ ALERTS = "swarm.alerts"
 GRAPH_KEY = "graph"
 
 
+def global_waits_topic(config: StreamsConfig) -> str:
+    """The one-partition internal topic that gathers every wait record."""
+    return f"{config.app_id}-waits-global"
+
+
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
     table = fold_table(app, "waitgraph", partitions=1)
-    global_waits = raw_topic(app, f"{config.app_id}-waits-global", partitions=1, internal=True)
+    global_waits = raw_topic(app, global_waits_topic(config), partitions=1, internal=True)
 
     async def forward(stream: faust.StreamT) -> None:
         async for record, _ in io.decoded(stream):

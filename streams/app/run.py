@@ -1,4 +1,4 @@
-"""Running the worker: create the catalog's topics, then run the Faust app until SIGTERM or SIGINT."""
+"""Running the worker: create the catalog's and its own topics, then run the Faust app until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -7,19 +7,45 @@ import logging
 from typing import NoReturn
 
 import faust
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from swarmlog.errors import ServiceError
 from swarmlog.kafka.admin import ensure_topics
 
 from .build import build_app
 from .config import StreamsConfig
+from .deadlocks import global_waits_topic
+
+TOPIC_ALREADY_EXISTS = 36
 
 
 def run_worker(config: StreamsConfig, loglevel: str = "INFO") -> NoReturn:
     """Ensure the topics, then run the worker in the foreground; SIGTERM or SIGINT stops it cleanly (exit 0)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    app = build_app(config)
     loop.run_until_complete(ensure_topics(config.settings))
+    loop.run_until_complete(ensure_internal_topics(app, config))
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(build_app(config), loop=loop, loglevel=logging.getLevelName(loglevel.upper()),
-                          redirect_stdouts=False)
+    worker = faust.Worker(app, loop=loop, loglevel=logging.getLevelName(loglevel.upper()), redirect_stdouts=False)
     worker.execute_from_commandline()
+
+
+async def ensure_internal_topics(app: faust.App, config: StreamsConfig) -> None:
+    """Create the tables' changelogs and the global waits topic before Faust subscribes: on a fresh Apache Kafka,
+    Faust's own declaration can land after its first partition assignment, which then ignores those topics."""
+    settings = config.settings
+    wanted = [NewTopic(global_waits_topic(config), 1, settings.replication_factor)] + [
+        NewTopic(table.changelog_topic.get_topic_name(), table.partitions or app.conf.topic_partitions,
+                 settings.replication_factor, topic_configs={"cleanup.policy": "compact"})
+        for table in app.tables.values()
+    ]
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=config.app_id)
+    await admin.start()
+    try:
+        response = await admin.create_topics(wanted)
+        for name, code, *_ in response.topic_errors:
+            if code not in (0, TOPIC_ALREADY_EXISTS):
+                raise ServiceError(f"could not create the streams topic {name} (error code {code}); check the broker")
+    finally:
+        await admin.close()

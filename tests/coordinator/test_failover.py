@@ -1,6 +1,7 @@
 """Failover, given/when/then: dead and leaving agents, released and late results, broken deadlocks."""
 
 from swarmlog.coordinator import Receive, Rejected, decide
+from swarmlog.coordinator.inbox import messages
 
 from .conformance import assert_conforms
 from .harness import Swarm, named, task
@@ -61,9 +62,12 @@ def test_a_result_for_a_task_never_assigned_is_rejected():
 def test_a_deadlock_is_broken_once_by_aborting_the_youngest_wait():
     swarm = two_coders_on_a_task()
     cycle = {"cycle": ["b", "a"], "wait_ids": ["w-old", "w-new"], "waits_started_at": [100, 200]}
-    broken, answered = swarm.send("DeadlockDetected", **cycle)
+    [broken] = swarm.send("DeadlockDetected", **cycle)
     assert (broken.name, broken.data["wait_id"], broken.data["waiter_agent_id"], broken.data["mission_id"]) == (
         "DeadlockBroken", "w-new", "a", "m")
+    [message] = messages([broken], swarm.state)
+    answered = message.event
+    assert (message.agent_id, message.slot) == ("a", swarm.state.agents["a"].slot)
     assert (answered.name, answered.data["question_id"], answered.data["to_agent_id"],
             answered.data["from_agent_id"]) == ("PeerAnswered", "w-new", "a", "b")
     assert "deadlock" in answered.data["error"]
@@ -75,7 +79,7 @@ def test_a_deadlock_is_broken_once_by_aborting_the_youngest_wait():
 
 def test_waits_started_together_break_the_one_with_the_larger_id():
     swarm = two_coders_on_a_task()
-    [broken, _] = swarm.send("DeadlockDetected", cycle=["a", "b"], wait_ids=["w-1", "w-2"], waits_started_at=[5, 5])
+    [broken] = swarm.send("DeadlockDetected", cycle=["a", "b"], wait_ids=["w-1", "w-2"], waits_started_at=[5, 5])
     assert (broken.data["wait_id"], broken.data["waiter_agent_id"]) == ("w-2", "b")
 
 

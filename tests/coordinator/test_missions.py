@@ -45,7 +45,8 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
 
     swarm.now_ms += 500
     for request in requests[:3]:
-        assert named(swarm.vote(request, "deploy/0"), "ConsensusReached") == []
+        [recorded] = swarm.vote(request, "deploy/0")
+        assert (recorded.name, recorded.data["voter_agent_id"]) == ("VoteRecorded", request.data["voter_agent_id"])
     reached = swarm.vote(requests[3], "deploy/0")
     [consensus] = named(reached, "ConsensusReached")
     assert (consensus.data["output"], consensus.data["votes"], consensus.data["voters"]) == ("deployed", 4, 7)
@@ -110,6 +111,9 @@ def test_a_planning_task_s_answer_becomes_the_task_list():
     plan = [{"task_id": "a", "prompt": "A", "required_capabilities": ["test"], "depends_on": []},
             {"task_id": "b", "prompt": "B", "required_capabilities": ["review"], "depends_on": ["a"]}]
     events = swarm.complete(planner, json.dumps(plan))
+    [adopted] = named(events, "PlanAdopted")
+    assert [(t["task_id"], t["depends_on"]) for t in adopted.data["tasks"]] == [("a", []), ("b", ["a"])]
+    assert_conforms(adopted)
     assert [e.data["phase"] for e in named(events, "PhaseStarted")] == ["WORK"]
     assert [(e.data["task_id"], e.data["agent_id"]) for e in named(events, "TaskAssigned")] == [("a", "t1")]
     answer(swarm, "a", "done a")
@@ -143,9 +147,9 @@ def test_a_failed_attempt_retries_on_another_agent_and_fails_the_mission_after_m
         [running] = swarm.running()
         assert running.data["attempt"] == attempt and running.data["agent_id"] not in agents
         agents.append(running.data["agent_id"])
-        events = swarm.fail(running)
+        events = swarm.fail(running, tokens=7)
     [failed] = named(events, "MissionFailed")
-    assert (failed.data["tasks_failed"], failed.data["malformed_count"]) == (3, 3)
+    assert (failed.data["tasks_failed"], failed.data["malformed_count"], failed.data["tokens_used"]) == (3, 3, 21)
     assert "failed on every replica" in failed.data["reason"]
 
 

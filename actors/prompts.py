@@ -1,0 +1,51 @@
+"""The text an agent's model reads: a task step or a ballot, with everything the agent knows at that point."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from swarmlog.actors.actions import ANSWER, MAX_CONTENT
+
+
+def task_prompt(
+    prompt: str,
+    inputs: Mapping[str, str],
+    *,
+    memories: Sequence[str] = (),
+    ground_truth_version: int | None = None,
+    peer_answers: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+    allowed: Sequence[str] = (ANSWER,),
+    step: int = 1,
+    max_steps: int = 1,
+) -> str:
+    """The prompt of one step of a task."""
+    sections = [f"Task: {prompt}"]
+    sections += _listed("Inputs", [f"{name}: {value}" for name, value in sorted(inputs.items())])
+    sections += _listed("Recalled memories", memories)
+    if ground_truth_version is not None:
+        sections.append(f"Ground truth version: {ground_truth_version}")
+    sections += _listed("Peer answers", [f"{peer}: {text}" for peer, text in sorted((peer_answers or {}).items())])
+    sections += _listed("Your notes so far", notes)
+    sections.append(
+        f"Step {step} of {max_steps}. Reply with one JSON object: "
+        f'{{"action": one of {" | ".join(allowed)}, "content": your text (at most {MAX_CONTENT} characters), '
+        '"confidence": a number from 0 to 1}. Use "answer" to give the final answer.'
+    )
+    return "\n".join(sections)
+
+
+def vote_prompt(candidates: Mapping[str, str]) -> str:
+    """The prompt of a ballot: each candidate's output, by candidate id."""
+    lines = ["Several agents answered the same task. Candidate answers:"]
+    lines += [f"- {candidate_id}: {output}" for candidate_id, output in candidates.items()]
+    lines.append(
+        'Vote for the best answer. Reply with one JSON object: {"action": "vote", "candidate_id": the id you choose, '
+        '"content": why, "confidence": a number from 0 to 1}.'
+    )
+    return "\n".join(lines)
+
+
+def _listed(title: str, items: Sequence[str]) -> list[str]:
+    """A titled bullet list, or nothing when there are no items."""
+    return [f"{title}:", *(f"- {item}" for item in items)] if items else []

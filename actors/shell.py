@@ -1,0 +1,256 @@
+"""The agent process: register, heartbeat, consume its inbox partition and control, think, write, checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import signal
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from swarmlog.actors.actions import MAX_ACTION_TOKENS
+from swarmlog.actors.brains import Brain, open_brain
+from swarmlog.actors.domain import Ballot, Order, Receive, Rejected, Work, decide, evolve
+from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
+from swarmlog.actors.recovery import recover
+from swarmlog.actors.steps import Run, Usage, advance, ballot_prompt, ballot_schema, cast, model_error, released
+from swarmlog.actors.store import AgentStore, Checkpoint
+from swarmlog.envelope import now_ms, stamp
+from swarmlog.errors import SwarmlogError
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+
+INBOX_TOPIC = "swarm.agents.inbox"
+CONTROL_TOPIC = "swarm.control"
+log = logging.getLogger("swarmlog.agent")
+
+
+class RejectedCommand(SwarmlogError):
+    """An inbox record that decodes but is not something this agent can act on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentConfig:
+    """Who this agent is and how it runs."""
+
+    agent_id: str
+    capabilities: tuple[str, ...]
+    brain: str
+    model: str | None
+    gpu: int | None
+    node: str
+    region: str
+    slot: int
+    data_dir: Path
+    heartbeat_s: float = 1.0
+    drain_s: float = 10.0
+    max_tokens: int = MAX_ACTION_TOKENS
+
+
+class Agent:
+    """One agent: its inbox partition paused while it thinks or is throttled, so heartbeats and control flow on."""
+
+    def __init__(self, config: AgentConfig, settings: Settings, brain: Brain) -> None:
+        self._config, self._settings, self._brain = config, settings, brain
+        self._codec = codec_for(settings.schema_registry_url)
+        self._inbox = TopicPartition(INBOX_TOPIC, config.slot)
+        self._name = f"agent:{config.agent_id}"
+        self._stopping = asyncio.Event()
+        self._unthrottled = asyncio.Event()
+        self._busy: asyncio.Task[None] | None = None
+        self._run: Run | None = None
+
+    def stop(self) -> None:
+        """Begin draining: finish the current step, release an unfinished task, deregister."""
+        self._stopping.set()
+        self._unthrottled.set()
+
+    async def run(self) -> None:
+        """Run until stop(); recovery first, deregistration last."""
+        store = AgentStore(self._config.data_dir / self._config.agent_id)
+        consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, client_id=self._name,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        try:
+            async with EventProducer(self._settings, client_id=self._name) as producer:
+                await consumer.start()
+                self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings), store
+                tasks = await self._partitions(TASKS_TOPIC)
+                self._checkpoint = await recover(consumer, self._codec, self._config.agent_id, self._inbox, tasks,
+                                                 store.load(self._config.agent_id))
+                store.save(self._checkpoint)
+                await self._serve(consumer, await self._partitions(CONTROL_TOPIC))
+        finally:
+            await consumer.stop()
+            store.close()
+
+    async def _partitions(self, topic: str) -> list[TopicPartition]:
+        """Every partition of a topic (the producer waits for its metadata)."""
+        return [TopicPartition(topic, p) for p in sorted(await self._producer.raw.partitions_for(topic))]
+
+    async def _serve(self, consumer: AIOKafkaConsumer, control: list[TopicPartition]) -> None:
+        """Register, heartbeat and handle records until stopped; then drain and deregister."""
+        consumer.assign([self._inbox, *control])
+        consumer.seek(self._inbox, self._checkpoint.inbox)
+        await consumer.seek_to_end(*control)
+        self._consumer = consumer
+        self._gate()
+        registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
+                                 model=self._brain.model, brain=self._config.brain, node=self._config.node,
+                                 gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
+        await self._outbox.write([registered])
+        log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
+        heartbeats = asyncio.create_task(self._heartbeat(registered.event_id))
+        try:
+            while not self._stopping.is_set():
+                batch = await consumer.getmany(timeout_ms=100, max_records=1)
+                for tp, records in batch.items():
+                    for record in records:
+                        await (self._control(record) if tp.topic == CONTROL_TOPIC else self._command(record))
+            await self._drain()
+            await self._outbox.write([self._stamp("AgentDeregistered", reason="stopped")])
+        finally:
+            heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeats
+
+    async def _command(self, record) -> None:
+        """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
+        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        if event is None:
+            return self._save(record.offset + 1)
+        decision = decide(Receive(event, now_ms()), self._checkpoint.state)
+        if isinstance(decision, Rejected):
+            await self._producer.send(DEAD_LETTER_TOPIC, dead_letter(record, RejectedCommand(decision.reason), self._name),
+                                      key=record.topic)
+            return self._save(record.offset + 1)
+        await self._write(decision.events)
+        if not decision.effects:
+            return self._save(record.offset + 1)
+        (effect,) = decision.effects
+        work = self._work(effect.order) if isinstance(effect, Work) else self._vote(effect.ballot)
+        self._busy = asyncio.create_task(self._then_checkpoint(work, record.offset + 1))
+        self._gate()
+
+    async def _then_checkpoint(self, work, next_offset: int) -> None:
+        """Run an effect, then checkpoint past its command and take the next one."""
+        await work
+        self._save(next_offset)
+        self._busy = None
+        self._gate()
+
+    async def _work(self, order: Order) -> None:
+        """The step loop: generate, act, until the task closes; between steps obey throttling and stopping."""
+        run: Run | None = Run(order, self._config.agent_id, started_ms=now_ms())
+        while run is not None:
+            self._run = run
+            await self._unthrottled.wait()
+            if self._stopping.is_set():
+                await self._write([released(run, "agent stopping", now_ms())])
+                break
+            try:
+                generation = await self._brain.generate(run.prompt(), run.schema, self._config.max_tokens)
+            except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
+                log.exception("brain failed on %s", order.task_id)
+                events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
+            else:
+                events, run = advance(run, generation.text, Usage(generation.prompt_tokens,
+                                                                  generation.completion_tokens, now_ms()))
+            await self._write(events)
+        self._run = None
+
+    async def _vote(self, ballot: Ballot) -> None:
+        """Have the model choose a candidate, constrained to the ballot's ids."""
+        generation = await self._brain.generate(ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens)
+        await self._write(cast(ballot, self._config.agent_id, generation.text,
+                               Usage(generation.prompt_tokens, generation.completion_tokens, now_ms())))
+
+    async def _control(self, record) -> None:
+        """Budget events throttle and restore this agent; a drain request stops it."""
+        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        if event is None:
+            return
+        if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
+            self.stop()
+        elif event.name in ("BudgetExceeded", "BudgetRestored") and event.data["agent_id"] == self._config.agent_id:
+            self._checkpoint = dataclasses.replace(self._checkpoint, state=evolve(self._checkpoint.state, event))
+            self._save(self._checkpoint.inbox)
+            self._gate()
+
+    async def _drain(self) -> None:
+        """Let the in-flight task finish its step (or release it); give up on a stuck step after drain_s."""
+        if self._busy is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._busy), self._config.drain_s)
+        except TimeoutError:
+            self._busy.cancel()
+            run = self._run
+            if run is not None and run.order.key not in self._checkpoint.state.closed:
+                await self._write([released(run, f"step not done within {self._config.drain_s} s", now_ms())])
+
+    async def _heartbeat(self, registration_id: str) -> None:
+        """AgentHeartbeat every heartbeat_s on a fixed schedule (no drift), whatever the agent is doing."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for sequence in itertools.count():
+            run = self._run
+            await self._outbox.write([self._stamp(
+                "AgentHeartbeat", registration_id=registration_id, sequence=sequence, status=self._status(),
+                in_flight_task=run.order.task_id if run else None, region=self._config.region, slot=self._config.slot)])
+            await asyncio.sleep(max(0.0, start + (sequence + 1) * self._config.heartbeat_s - loop.time()))
+
+    def _status(self) -> str:
+        """DRAINING, THROTTLED, BUSY or IDLE, in that precedence."""
+        if self._stopping.is_set():
+            return "DRAINING"
+        if self._checkpoint.state.throttled:
+            return "THROTTLED"
+        return "BUSY" if self._busy else "IDLE"
+
+    def _gate(self) -> None:
+        """Pause the inbox while busy, throttled or stopping; resume it otherwise."""
+        if self._checkpoint.state.throttled and not self._stopping.is_set():
+            self._unthrottled.clear()
+        else:
+            self._unthrottled.set()
+        if self._busy or self._checkpoint.state.throttled or self._stopping.is_set():
+            self._consumer.pause(self._inbox)
+        else:
+            self._consumer.resume(self._inbox)
+
+    async def _write(self, events: tuple[Event, ...] | list[Event]) -> None:
+        """Write events, then fold them into the state (the checkpoint is saved later, after the effects)."""
+        written = await self._outbox.write(events)
+        state = self._checkpoint.state
+        for event in events:
+            state = evolve(state, event)
+        self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | written)
+
+    def _save(self, inbox: int) -> None:
+        """Checkpoint the state, the inbox position and the log positions in one store write."""
+        self._checkpoint = dataclasses.replace(self._checkpoint, inbox=inbox)
+        self._store.save(self._checkpoint)
+
+    def _stamp(self, name: str, **fields) -> Event:
+        """A fresh event from this agent (registry and heartbeat facts, not caused by a command)."""
+        return stamp(name, producer=self._name, agent_id=self._config.agent_id, **fields)
+
+
+async def run_agent(config: AgentConfig, settings: Settings) -> None:
+    """Run one agent until SIGTERM or SIGINT, then drain it."""
+    brain = open_brain(config.brain, config.model, config.gpu)
+    try:
+        agent = Agent(config, settings, brain)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, agent.stop)
+        await agent.run()
+    finally:
+        brain.close()

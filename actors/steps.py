@@ -1,0 +1,125 @@
+"""The step loop of a task and a ballot, pure: from a model's output to the events it leads to and what comes next."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from swarmlog.actors.actions import ANSWER, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
+from swarmlog.actors.domain import Ballot, Order, emit
+from swarmlog.actors.prompts import task_prompt, vote_prompt
+from swarmlog.schemas.events import Event
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Usage:
+    """What one generation cost and when it ended."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    now_ms: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run:
+    """A task in progress: the steps taken so far, the agent's notes, the tokens spent."""
+
+    order: Order
+    agent_id: str
+    started_ms: int
+    step: int = 0
+    notes: tuple[str, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The actions offered at the next step; at the last one the agent must answer or give up."""
+        return (ANSWER, FAIL) if self.step + 1 >= self.order.max_steps else (ANSWER, REMEMBER, RECALL, FAIL)
+
+    @property
+    def schema(self) -> dict:
+        """The JSON schema the next generation is constrained to."""
+        return action_schema(self.allowed)
+
+    def prompt(self, memories: Sequence[str] = (), ground_truth_version: int | None = None,
+               peer_answers: Mapping[str, str] | None = None) -> str:
+        """The prompt of the next step."""
+        return task_prompt(self.order.prompt, self.order.inputs, memories=memories,
+                           ground_truth_version=ground_truth_version, peer_answers=peer_answers, notes=self.notes,
+                           allowed=self.allowed, step=self.step + 1, max_steps=self.order.max_steps)
+
+
+def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run | None]:
+    """The events of one step and the run that continues, or None when the task closed."""
+    step, allowed = run.step + 1, run.allowed
+    run = dataclasses.replace(run, step=step, prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
+                              completion_tokens=run.completion_tokens + usage.completion_tokens)
+    used = _tokens(run.order.cause_id, step, run.agent_id, usage, run.order.mission_id, run.order.task_id)
+    action = parse_action(text, allowed)
+    if not isinstance(action, Action):
+        return (used, _closing(run, usage, "TaskFailed", failure="MALFORMED_OUTPUT", detail=action.reason,
+                               raw_output=text)), None
+    taken = _event(run, f"step-{step}", "TaskStepTaken", usage.now_ms, step=step, action=action.kind.upper(),
+                   content=action.content, prompt_tokens=usage.prompt_tokens,
+                   completion_tokens=usage.completion_tokens)
+    if action.kind == ANSWER:
+        return (used, taken, _closing(run, usage, "TaskCompleted", output=action.content,
+                                      confidence=action.confidence)), None
+    if action.kind == FAIL:
+        return (used, taken, _closing(run, usage, "TaskFailed", failure="GAVE_UP", detail=action.content,
+                                      raw_output=None)), None
+    return (used, taken), dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
+
+
+def released(run: Run, reason: str, now_ms: int) -> Event:
+    """TaskReleased: the agent gives the task back unfinished (it is stopping)."""
+    return _event(run, "released", "TaskReleased", now_ms, reason=reason)
+
+
+def model_error(run: Run, detail: str, now_ms: int) -> Event:
+    """TaskFailed MODEL_ERROR: the brain raised instead of generating."""
+    return _closing(run, Usage(0, 0, now_ms), "TaskFailed", failure="MODEL_ERROR", detail=detail, raw_output=None)
+
+
+def ballot_schema(ballot: Ballot) -> dict:
+    """The JSON schema of a vote among the ballot's candidates."""
+    return action_schema((VOTE,), tuple(ballot.candidates))
+
+
+def ballot_prompt(ballot: Ballot) -> str:
+    """The prompt of a ballot."""
+    return vote_prompt(ballot.candidates)
+
+
+def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event, ...]:
+    """TokensUsed, then VoteCast when the output is a valid vote (else the agent abstains)."""
+    used = _tokens(ballot.cause_id, 1, agent_id, usage, ballot.mission_id, None)
+    action = parse_action(text, (VOTE,), tuple(ballot.candidates))
+    if not isinstance(action, Action):
+        return (used,)
+    vote = emit(ballot.cause_id, "vote", "VoteCast", usage.now_ms, agent_id, mission_id=ballot.mission_id,
+                ballot_id=ballot.ballot_id, voter_agent_id=agent_id, candidate_id=action.candidate_id,
+                confidence=action.confidence, reason=action.content or None)
+    return used, vote
+
+
+def _tokens(cause_id: str, step: int, agent_id: str, usage: Usage, mission_id: str | None,
+            task_id: str | None) -> Event:
+    """TokensUsed of one generation."""
+    return emit(cause_id, f"tokens-{step}", "TokensUsed", usage.now_ms, agent_id, agent_id=agent_id,
+                generation_id=f"{cause_id}/gen-{step}", prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens, mission_id=mission_id, task_id=task_id)
+
+
+def _closing(run: Run, usage: Usage, name: str, **fields: object) -> Event:
+    """The event that closes a run, with its totals."""
+    return _event(run, "closed", name, usage.now_ms, steps=run.step, prompt_tokens=run.prompt_tokens,
+                  completion_tokens=run.completion_tokens, latency_ms=usage.now_ms - run.started_ms, **fields)
+
+
+def _event(run: Run, suffix: str, name: str, now_ms: int, **fields: object) -> Event:
+    """A task event of this run."""
+    order = run.order
+    return emit(order.cause_id, suffix, name, now_ms, run.agent_id, mission_id=order.mission_id,
+                task_id=order.task_id, replica=order.replica, attempt=order.attempt, agent_id=run.agent_id, **fields)

@@ -1,0 +1,196 @@
+"""CoordinatorService: one region's coordinator on Kafka: recover from its journal, then decide on every input.
+
+Delivery on Apache Kafka: the records of each poll are decided, and their journal events, inbox messages and input
+offsets are written in ONE transaction (transactional_id swarmlog-coordinator-<region>; starting the producer fences
+a predecessor and aborts its open transaction before recovery reads the journal read_committed).
+
+Delivery on Tansu (no transactions): at least once, per input record and in this order: the decision's journal
+events as one record batch (all or none), then its inbox messages, then the input's offset. Nothing reaches an
+agent that the journal lacks. A crash before the journal write leaves no trace; after it, the redelivered input
+finds its events in the fold (their ids derive from the input's id) and decides nothing, and recovery re-sends the
+inbox messages of the journal's last decision, the only one whose messages may be missing. Agents may thus see an
+inbox message twice and must dedupe by event id and by (task, replica, attempt); no attempt runs twice.
+
+Ticks: at most one per 250 ms bucket, id tick:<region>:<bucket>, always after the journal's clock, so a tick never
+reuses the event ids of one written before a crash. Time never goes back: now = max(wall clock, journal clock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from types import TracebackType
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from swarmlog.coordinator import Config, Decision, Receive, Rejected, Tick, decide, initial
+from swarmlog.coordinator.decide import INPUTS
+from swarmlog.coordinator.inbox import messages
+from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.coordinator.shell.delivery import Delivery
+from swarmlog.coordinator.shell.folded import Folded
+from swarmlog.coordinator.shell.recovery import reader, recover
+from swarmlog.envelope import now_ms
+from swarmlog.errors import ConfigError, SwarmlogError
+from swarmlog.kafka.producer import EventProducer, idempotence_supported
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.schemas.codec import codec_for
+from swarmlog.settings import Settings
+from swarmlog.topics import spec_for
+
+TICK_MS = 250
+INPUT_TOPICS = ("swarm.missions", "swarm.tasks.events", "swarm.consensus.votes", "swarm.agents.registry",
+                "swarm.control", "swarm.alerts")
+
+
+class InputRejected(SwarmlogError):
+    """An input the coordinator's core rejected; it goes to the dead-letter topic with the reason."""
+
+
+class CoordinatorService:
+    """One region's coordinator: `async with CoordinatorService(settings, region):` runs it until the block ends."""
+
+    def __init__(self, settings: Settings, region: str, *, data_dir: Path | None = None,
+                 recovery_timeout_s: float = 120.0) -> None:
+        if region not in settings.region_names:
+            raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
+                              f"{', '.join(settings.region_names)}")
+        self._settings = settings
+        self._region = region
+        self._snapshot_dir = (data_dir or settings.cache_dir / "coordinator") / region
+        self._recovery_timeout_s = recovery_timeout_s
+        self._name = f"swarmlog-coordinator-{region}"
+        self._transactional = idempotence_supported(settings)
+        self._codec = codec_for(settings.schema_registry_url)
+        self._stack = contextlib.AsyncExitStack()
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._last_bucket = 0
+
+    async def __aenter__(self) -> CoordinatorService:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+                        ) -> None:
+        await self.stop()
+
+    @property
+    def folded(self) -> Folded:
+        """The journal as this coordinator has folded it (recovered, plus everything it wrote since)."""
+        return self._folded
+
+    async def start(self) -> None:
+        """Recover from the journal (and snapshot), re-send the last decision's messages (Tansu), then consume."""
+        if self._task is not None:
+            raise RuntimeError(f"{self._name} was already started; make a new CoordinatorService")
+        settings, partition = self._settings, self._settings.region_names.index(self._region)
+        try:
+            self._producer = await self._started(EventProducer(
+                settings, client_id=self._name, transactional_id=self._name if self._transactional else None,
+                max_batch_size=settings.max_message_bytes))
+            journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
+            empty = initial(Config(self._region, settings.region_names))
+            self._folded = await recover(journal, self._codec, partition, empty,
+                                         snapshots.load(self._snapshot_dir), self._recovery_timeout_s)
+            snapshots.save(self._snapshot_dir, self._folded)
+            self._last_bucket = self._folded.clock // TICK_MS
+            inputs = await self._started(self._inputs())
+            self._delivery = Delivery(self._producer, inputs, region=self._region, partition=partition,
+                                      group_id=self._name, transactional=self._transactional)
+            if not self._transactional:
+                await self._delivery.inbox(messages(self._folded.last, self._folded.state))
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        self._task = asyncio.create_task(self._run(inputs), name=self._name)
+
+    async def stop(self) -> None:
+        """Finish the unit of work in progress, commit it, snapshot, and disconnect; safe to call twice."""
+        self._stopping.set()
+        try:
+            if self._task is not None and not self._task.done():
+                await self._task
+            if self._task is not None and self._task.exception() is None:
+                snapshots.save(self._snapshot_dir, self._folded)
+        finally:
+            await self._stack.aclose()
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Return once `stop` is set; raise whatever made the coordinator's loop fail before that."""
+        assert self._task is not None, "start the service first"
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopped, self._task], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if self._task.done():
+            self._task.result()
+
+    async def _started(self, client):  # type: ignore[no-untyped-def]
+        """A started aiokafka client (or EventProducer), stopped with the service."""
+        await client.start()
+        self._stack.push_async_callback(client.stop)
+        return client
+
+    def _inputs(self) -> AIOKafkaConsumer:
+        """The input consumer; every partition is assigned (no group joins, so a restart does not wait on one)."""
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._settings.bootstrap, group_id=self._name, client_id=self._name,
+            enable_auto_commit=False, auto_offset_reset="earliest",
+            isolation_level="read_committed" if self._transactional else "read_uncommitted")
+        consumer.assign([TopicPartition(topic, index) for topic in INPUT_TOPICS
+                         for index in range(spec_for(self._settings, topic).partitions)])
+        return consumer
+
+    async def _run(self, inputs: AIOKafkaConsumer) -> None:
+        """Decide on input records (one unit per poll on Kafka, per record on Tansu) and on ticks, until stopped."""
+        while not self._stopping.is_set():
+            polled = await inputs.getmany(timeout_ms=TICK_MS)
+            records = [record for batch in polled.values() for record in batch]  # each partition in offset order
+            units = [records] if self._transactional and records else [[record] for record in records]
+            for unit in units:
+                if self._stopping.is_set():
+                    break  # the rest was not committed: it is read again on the next start
+                async with self._delivery.unit():
+                    for record in unit:
+                        await self._receive(record)
+                    await self._delivery.ack(_next_offsets(unit))
+            await self._tick()
+
+    async def _receive(self, record: ConsumerRecord) -> None:
+        """Decide on one input record; undecodable or rejected ones go to the dead-letter topic."""
+        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        if event is None or event.name not in INPUTS:
+            return
+        decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
+        if isinstance(decision, Rejected):
+            rejected = dead_letter(record, InputRejected(decision.reason), self._name)
+            await self._producer.send(DEAD_LETTER_TOPIC, rejected, key=record.topic)
+        else:
+            await self._write(decision)
+
+    async def _tick(self) -> None:
+        """Decide a Tick once per new 250 ms bucket; write what it emits in a unit of its own."""
+        wall = now_ms()
+        if wall // TICK_MS <= self._last_bucket:
+            return
+        self._last_bucket = wall // TICK_MS
+        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}"),
+                          self._folded.state)
+        if isinstance(decision, Decision) and decision.events:
+            async with self._delivery.unit():
+                await self._write(decision)
+
+    async def _write(self, decision: Decision) -> None:
+        """Journal the decision's events, fold them, then send their inbox messages."""
+        if not decision.events:
+            return
+        first = await self._delivery.journal(decision.events)
+        for index, event in enumerate(decision.events):
+            self._folded = self._folded.fold(event, first + index)
+        await self._delivery.inbox(messages(decision.events, self._folded.state))
+
+
+def _next_offsets(records: list[ConsumerRecord]) -> dict[TopicPartition, int]:
+    """The offsets to commit after these records (each partition's in offset order): one past its last."""
+    return {TopicPartition(record.topic, record.partition): record.offset + 1 for record in records}

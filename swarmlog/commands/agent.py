@@ -1,0 +1,46 @@
+"""`swarmlog agent`: run one agent (one per GPU) until SIGTERM, which drains it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import zlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swarmlog.actors.brains import BRAINS
+from swarmlog.actors.shell import AgentConfig, run_agent
+from swarmlog.commands.common import one_line_errors
+from swarmlog.errors import ConfigError
+from swarmlog.settings import Settings
+
+
+@one_line_errors
+def agent(
+    agent_id: Annotated[str, typer.Argument(metavar="ID", help="This agent's id, unique in the swarm.")],
+    capabilities: Annotated[str, typer.Option(help="Comma-separated capabilities, e.g. coding,review.")] = "",
+    brain: Annotated[str, typer.Option(help=f"The model adapter: {', '.join(BRAINS)}.")] = "llamacpp",
+    model: Annotated[str | None, typer.Option(help="GGUF path, model id, or scripted-brain JSON file.")] = None,
+    gpu: Annotated[int | None, typer.Option(help="The GPU index this agent owns (none: CPU).")] = None,
+    node: Annotated[str | None, typer.Option(help="Node name (default: this host's name).")] = None,
+    region: Annotated[str, typer.Option(help="The coordinator region this agent belongs to.")] = "region-0",
+    slot: Annotated[int | None, typer.Option(help="Inbox partition (default: crc32(ID) % inbox partitions).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Where the agent's store lives (default: cache dir/agents).")] = None,
+    heartbeat_s: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 1.0,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")] = None,
+) -> None:
+    """Register, heartbeat and work on the tasks in this agent's inbox partition until SIGTERM."""
+    settings = Settings.from_env(bootstrap=bootstrap)
+    if not settings.bootstrap:
+        raise ConfigError("swarmlog agent needs a broker: pass --bootstrap or set SWARMLOG_BOOTSTRAP")
+    slot = zlib.crc32(agent_id.encode()) % settings.inbox_partitions if slot is None else slot
+    if not 0 <= slot < settings.inbox_partitions:
+        raise ConfigError(f"--slot {slot} is not an inbox partition (0..{settings.inbox_partitions - 1})")
+    config = AgentConfig(
+        agent_id=agent_id, capabilities=tuple(c.strip() for c in capabilities.split(",") if c.strip()), brain=brain,
+        model=model, gpu=gpu, node=node or socket.gethostname(), region=region, slot=slot,
+        data_dir=data_dir or settings.cache_dir / "agents", heartbeat_s=heartbeat_s,
+    )
+    asyncio.run(run_agent(config, settings))

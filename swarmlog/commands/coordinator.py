@@ -1,0 +1,34 @@
+"""`swarmlog coordinator`: run one region's coordinator until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swarmlog.commands.common import one_line_errors
+from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.settings import Settings
+
+
+@one_line_errors
+def coordinator(
+    region: Annotated[str, typer.Option(help="region-0 … region-<SWARMLOG_REGIONS - 1>.")] = "region-0",
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($SWARMLOG_BOOTSTRAP).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Journal snapshot folder (<cache dir>/coordinator).")] = None,
+) -> None:
+    """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM."""
+    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap), region, data_dir))
+
+
+async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None:
+    """Run the service until a stop signal; the record in progress is finished and committed first."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with CoordinatorService(settings, region, data_dir=data_dir) as service:
+        await service.wait(stop)

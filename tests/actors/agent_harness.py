@@ -1,0 +1,101 @@
+"""Runs `swarmlog agent` as a subprocess on a test broker, writes into its inbox, and reads what it wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.codec import default_codec
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+
+INBOX = "swarm.agents.inbox"
+
+
+def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str) -> subprocess.Popen:
+    """`python -m swarmlog.cli agent` on the settings' broker, its log in data_dir/<id>.log."""
+    env = os.environ | {"SWARMLOG_BOOTSTRAP": settings.bootstrap, "SWARMLOG_BROKER": settings.broker}
+    log = open(data_dir / f"{agent_id}.log", "ab")  # noqa: SIM115 - the child owns it
+    return subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "agent", agent_id, "--slot", str(slot),
+                             "--data-dir", str(data_dir), *extra], env=env, stdout=log, stderr=log)
+
+
+def stop_agent(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: float = 30) -> int:
+    """Signal the agent and wait for it to exit."""
+    process.send_signal(sig)
+    return process.wait(timeout_s)
+
+
+def task_assigned(agent_id: str, slot: int, prompt: str, *, mission_id: str | None = None, max_steps: int = 2,
+                  task_id: str = "t1") -> Event:
+    """A TaskAssigned as the coordinator would write it."""
+    mission_id = mission_id or uuid.uuid4().hex
+    return Event("TaskAssigned", {
+        "event_id": uuid.uuid4().hex, "occurred_at": int(time.time() * 1000), "correlation_id": mission_id,
+        "causation_id": None, "producer": "coordinator:region-0", "mission_id": mission_id, "task_id": task_id,
+        "replica": 0, "attempt": 1, "kind": "WORK", "agent_id": agent_id, "slot": slot, "score": 1.0,
+        "prompt": prompt, "inputs": {}, "required_capabilities": [], "max_steps": max_steps,
+    })
+
+
+async def send_inbox(settings: Settings, slot: int, *events: Event, raw: bytes | None = None) -> None:
+    """Write events (or raw bytes) into one inbox partition."""
+    async with EventProducer(settings, client_id="test-coordinator") as producer:
+        if raw is not None:
+            await producer.raw.send_and_wait(INBOX, raw, partition=slot)
+        for event in events:
+            await producer.send(INBOX, event, key=event.data["agent_id"], partition=slot)
+
+
+class Log:
+    """Everything on some topics since the beginning, decoded, collected in the background."""
+
+    def __init__(self, settings: Settings, *topics: str) -> None:
+        self.events: list[tuple[str, Event]] = []
+        self._settings, self._topics = settings, topics
+
+    async def __aenter__(self) -> Log:
+        async with EventProducer(self._settings, client_id="test-log") as producer:
+            partitions = [TopicPartition(t, p) for t in self._topics for p in await producer.raw.partitions_for(t)]
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, enable_auto_commit=False)
+        await self._consumer.start()
+        self._consumer.assign(partitions)
+        await self._consumer.seek_to_beginning()
+        self._task = asyncio.create_task(self._collect())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._task.cancel()
+        await self._consumer.stop()
+
+    async def _collect(self) -> None:
+        codec = default_codec()
+        while True:
+            for tp, records in (await self._consumer.getmany(timeout_ms=200)).items():
+                for record in records:
+                    try:
+                        self.events.append((tp.topic, codec.decode(record.value)))
+                    except Exception:  # other tests' poison records
+                        continue
+
+    def named(self, name: str, **fields: object) -> list[Event]:
+        """The events of that name whose fields match."""
+        return [e for _, e in self.events if e.name == name and all(e.data.get(k) == v for k, v in fields.items())]
+
+    async def wait_for(self, done: Callable[[], object], timeout_s: float = 60) -> None:
+        """Wait until done() is truthy; AssertionError listing what arrived otherwise."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; saw {[e.name for _, e in self.events][-30:]}")
+            await asyncio.sleep(0.1)

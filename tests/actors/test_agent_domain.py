@@ -1,0 +1,153 @@
+"""Given an agent's history, when an inbox command arrives, then these events and effects (and no I/O)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import swarmlog.actors
+from swarmlog.actors.domain import AgentState, Decision, Receive, Rejected, Vote, Work, decide, evolve, initial
+from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, released
+from swarmlog.schemas.codec import encode
+from swarmlog.schemas.events import Event
+
+ME = "agent-1"
+
+
+def command(name: str, event_id: str = "cmd-1", **fields) -> Receive:
+    envelope = {"event_id": event_id, "occurred_at": 1_000, "correlation_id": "m1", "causation_id": None,
+                "producer": "coordinator:region-0"}
+    return Receive(Event(name, envelope | fields), now_ms=2_000)
+
+
+def assigned(agent_id: str = ME, attempt: int = 1, max_steps: int = 3, event_id: str = "cmd-1") -> Receive:
+    return command("TaskAssigned", event_id, mission_id="m1", task_id="t1", replica=0, attempt=attempt, kind="WORK",
+                   agent_id=agent_id, slot=3, score=1.0, prompt="What is 2+2?", inputs={"hint": "arithmetic"},
+                   required_capabilities=[], max_steps=max_steps)
+
+
+def fold(state: AgentState, events) -> AgentState:
+    return functools.reduce(evolve, events, state)
+
+
+def test_a_new_task_is_started_and_worked_on():
+    decision = decide(assigned(), initial(ME))
+    assert [e.name for e in decision.events] == ["TaskStarted"]
+    assert decision.events[0].event_id == "cmd-1/started"
+    assert isinstance(decision.effects[0], Work) and decision.effects[0].order.prompt == "What is 2+2?"
+    encode(decision.events[0])
+
+
+def test_a_task_for_another_agent_sharing_the_slot_is_ignored():
+    assert decide(assigned("agent-2"), initial(ME)) == Decision()
+
+
+def test_a_closed_task_is_never_redone_and_an_interrupted_one_resumes_without_a_second_start():
+    started = fold(initial(ME), decide(assigned(), initial(ME)).events)
+    resumed = decide(assigned(), started)
+    assert resumed.events == () and isinstance(resumed.effects[0], Work)
+    run = Run(resumed.effects[0].order, ME, started_ms=2_000)
+    events, _ = advance(run, '{"action": "answer", "content": "4", "confidence": 1}', Usage(10, 5, 2_500))
+    assert decide(assigned(), fold(started, events)) == Decision()
+
+
+def test_a_new_attempt_of_a_closed_task_is_a_new_task():
+    state = AgentState(ME, closed=frozenset({("m1", "t1", 0, 1)}))
+    assert [e.name for e in decide(assigned(attempt=2), state).events] == ["TaskStarted"]
+
+
+def test_cancelling_a_started_task_fails_it_as_cancelled_once():
+    state = fold(initial(ME), decide(assigned(), initial(ME)).events)
+    cancel = command("TaskCancelled", "cmd-2", mission_id="m1", task_id="t1", replica=0, attempt=1, agent_id=ME,
+                     reason="superseded")
+    (failed,) = decide(cancel, state).events
+    assert failed.data["failure"] == "CANCELLED"
+    encode(failed)
+    assert decide(cancel, evolve(state, failed)) == Decision()
+
+
+def test_a_ballot_is_voted_on_once():
+    request = command("VoteRequested", "cmd-3", mission_id="m1", ballot_id="b1", voter_agent_id=ME, slot=3,
+                      candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"},
+                                  {"candidate_id": "c2", "agent_id": "b", "output": "5"}], deadline_at=9_000)
+    (effect,) = decide(request, initial(ME)).effects
+    assert isinstance(effect, Vote) and ballot_schema(effect.ballot)["oneOf"][0]["properties"]["candidate_id"] == {
+        "enum": ["c1", "c2"]}
+    used, vote = cast(effect.ballot, ME, '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
+                      Usage(20, 9, 3_000))
+    assert vote.data["candidate_id"] == "c1" and used.data["generation_id"] == "cmd-3/gen-1"
+    encode(used), encode(vote)
+    assert decide(request, evolve(initial(ME), vote)) == Decision()
+
+
+def test_a_budget_throttles_until_restored():
+    exceeded = command("BudgetExceeded", agent_id=ME, window_start=0, window_end=60_000, used=9, budget=5).event
+    restored = command("BudgetRestored", agent_id=ME, window_start=0).event
+    assert evolve(initial(ME), exceeded).throttled and not fold(initial(ME), [exceeded, restored]).throttled
+
+
+def test_something_that_is_not_an_inbox_command_is_rejected():
+    assert isinstance(decide(command("AgentDeregistered", agent_id=ME, reason="x"), initial(ME)), Rejected)
+
+
+def run_of(max_steps: int) -> Run:
+    return Run(decide(assigned(max_steps=max_steps), initial(ME)).effects[0].order, ME, started_ms=2_000)
+
+
+def test_an_answer_completes_the_task_with_its_totals():
+    events, after = advance(run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300))
+    assert after is None and [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "TaskCompleted"]
+    assert events[2].data.items() >= {"output": "4", "confidence": 0.7, "steps": 1, "latency_ms": 300}.items()
+    for event in events:
+        encode(event)
+
+
+def test_malformed_output_fails_the_task_with_the_raw_text():
+    events, after = advance(run_of(3), "I think 4", Usage(10, 5, 2_300))
+    assert after is None and events[-1].data["failure"] == "MALFORMED_OUTPUT"
+    assert events[-1].data["raw_output"] == "I think 4"
+    encode(events[-1])
+
+
+def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
+    run = run_of(2)
+    events, after = advance(run, '{"action": "remember", "content": "it is arithmetic", "confidence": 1}',
+                            Usage(10, 5, 2_100))
+    assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken"] and after.allowed == ("answer", "fail")
+    assert "remember: it is arithmetic" in after.prompt()
+    events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200))
+    assert events[-1].data["failure"] == "MALFORMED_OUTPUT"
+    encode(released(after, "stopping", 2_300))
+
+
+@given(st.lists(st.text(max_size=60), max_size=6))
+def test_the_step_loop_always_closes_within_max_steps(outputs):
+    run, closed = run_of(3), None
+    for text in outputs + ['{"action": "answer", "content": "", "confidence": 0}'] * 3:
+        events, run = advance(run, text, Usage(1, 1, 3_000))
+        if run is None:
+            closed = events[-1]
+            break
+    assert closed is not None and closed.data["steps"] <= 3 and closed.name in ("TaskCompleted", "TaskFailed")
+
+
+PURE = ["actions", "domain", "prompts", "steps"]
+ALLOWED = {"__future__", "collections", "dataclasses", "functools", "json", "math", "typing",
+           "swarmlog.schemas.events", "swarmlog.actors.actions", "swarmlog.actors.domain", "swarmlog.actors.prompts"}
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_the_pure_core_imports_only_the_standard_library_and_itself(module):
+    source = Path(swarmlog.actors.__file__).with_name(f"{module}.py").read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add(node.module if node.module.startswith("swarmlog.") else node.module.split(".")[0])
+    assert imported <= ALLOWED, f"actors/{module}.py imports {sorted(imported - ALLOWED)}"

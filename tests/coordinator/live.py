@@ -1,0 +1,122 @@
+"""Live-test helpers: scripted agents on a real broker, and the coordinator's journal as the tests read it."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
+from swarmlog.envelope import stamp
+from swarmlog.kafka.producer import EventProducer, idempotence_supported
+from swarmlog.schemas.codec import decode_record
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+
+INBOX = "swarm.agents.inbox"
+Attempt = tuple[str, str, int, int]
+
+
+@dataclasses.dataclass
+class ScriptedAgent:
+    """Registers, answers each TaskAssigned once per (task, replica, attempt) and votes for the first candidate."""
+
+    settings: Settings
+    agent_id: str
+    slot: int
+    region: str
+    capabilities: list[str]
+    latency_s: float = 0.05
+    runs: collections.Counter[Attempt] = dataclasses.field(default_factory=collections.Counter)
+    duplicates: int = 0
+
+    async def run(self) -> None:
+        """Register, then serve the inbox partition of its slot until cancelled."""
+        async with EventProducer(self.settings, client_id=self.agent_id) as producer:
+            await producer.send("swarm.agents.registry", self._event(
+                "AgentRegistered", agent_id=self.agent_id, capabilities=self.capabilities, model="scripted",
+                brain="scripted", node="test", gpu=None, region=self.region, slot=self.slot), key=self.agent_id)
+            consumer = reader(self.settings, self.agent_id, idempotence_supported(self.settings))  # no aborted writes
+            await consumer.start()
+            try:
+                consumer.assign([TopicPartition(INBOX, self.slot)])
+                while True:
+                    for records in (await consumer.getmany(timeout_ms=100)).values():
+                        for record in records:
+                            await self._handle(producer, decode_record(record.value, INBOX, self.slot, record.offset))
+            finally:
+                await consumer.stop()
+
+    async def _handle(self, producer: EventProducer, event: Event) -> None:
+        """Act on one inbox message addressed to this agent."""
+        data = event.data
+        if event.name == "TaskAssigned" and data["agent_id"] == self.agent_id:
+            attempt: Attempt = (data["mission_id"], data["task_id"], data["replica"], data["attempt"])
+            if attempt in self.runs:
+                self.duplicates += 1
+                return
+            self.runs[attempt] += 1
+            about = {key: data[key] for key in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
+            await producer.send("swarm.tasks.events", self._event("TaskStarted", **about), key=data["mission_id"])
+            await asyncio.sleep(self.latency_s)
+            output = f"{data['task_id']} by {self.agent_id}" if data["replica"] else f"{data['task_id']} done"
+            await producer.send("swarm.tasks.events", self._event(
+                "TaskCompleted", **about, output=output, steps=1, prompt_tokens=3, completion_tokens=2,
+                latency_ms=int(self.latency_s * 1000)), key=data["mission_id"])
+        elif event.name == "VoteRequested" and data["voter_agent_id"] == self.agent_id:
+            await producer.send("swarm.consensus.votes", self._event(
+                "VoteCast", mission_id=data["mission_id"], ballot_id=data["ballot_id"], voter_agent_id=self.agent_id,
+                candidate_id=data["candidates"][0]["candidate_id"], confidence=1.0, reason=None),
+                key=data["mission_id"])
+
+    def _event(self, name: str, **fields: Any) -> Event:
+        """An event stamped by this agent."""
+        return stamp(name, producer=f"agent:{self.agent_id}", correlation_id=fields.get("mission_id"), **fields)
+
+
+async def submit(settings: Settings, mission_id: str, region: str, tasks: list[dict[str, Any]]) -> None:
+    """A client submits a mission to a region."""
+    async with EventProducer(settings, client_id="test-client") as producer:
+        await producer.send("swarm.missions", stamp(
+            "MissionSubmitted", producer="test", correlation_id=mission_id, mission_id=mission_id, title=mission_id,
+            region=region, tasks=tasks, consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+            submitted_by="test"), key=mission_id)
+
+
+async def journal(settings: Settings, region: str, mission_id: str) -> list[Event]:
+    """The events of one mission in its region's journal partition, committed ones only where there are transactions."""
+    tp = TopicPartition(JOURNAL, settings.region_names.index(region))
+    consumer = reader(settings, "test-journal", idempotence_supported(settings))
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        events = [decode_record(r.value, JOURNAL, r.partition, r.offset) async for r in records_to_end(consumer, tp)]
+    finally:
+        await consumer.stop()
+    return [event for event in events if event.data.get("mission_id") == mission_id]
+
+
+def named(events: list[Event], name: str) -> list[Event]:
+    """The events of one kind."""
+    return [event for event in events if event.name == name]
+
+
+def attempts(events: list[Event], name: str) -> collections.Counter[Attempt]:
+    """How often each (mission, task, replica, attempt) appears in events of one kind (non-stale results only)."""
+    return collections.Counter((e.data["mission_id"], e.data["task_id"], e.data["replica"], e.data["attempt"])
+                               for e in named(events, name) if not e.data.get("stale"))
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout_s: float = 45.0) -> Any:
+    """The first truthy result of `check`, polled every 200 ms, or an AssertionError after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := await check()):
+        assert time.monotonic() < deadline, f"not within {timeout_s} s"
+        await asyncio.sleep(0.2)
+    return result

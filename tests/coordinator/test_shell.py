@@ -1,0 +1,143 @@
+"""The coordinator shell on real brokers: missions complete through restarts and kill -9, each attempt once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.envelope import stamp
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.services import Broker
+from swarmlog.settings import Settings
+
+from .harness import task
+from .live import ScriptedAgent, attempts, eventually, journal, named, submit
+
+
+@pytest.fixture
+async def settings(broker: Broker) -> Settings:
+    """Settings for the session's broker, its topics ensured."""
+    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
+    await ensure_topics(configured)
+    return configured
+
+
+@contextlib.asynccontextmanager
+async def crew(settings: Settings, region: str, size: int, capability: str, first_slot: int,
+               latency_s: float = 0.05) -> AsyncIterator[list[ScriptedAgent]]:
+    """Scripted agents of one region with a capability unique to the test, serving while the block runs."""
+    agents = [ScriptedAgent(settings, f"{capability}-{index}", first_slot + index, region,
+                            [capability, "decision_making"], latency_s) for index in range(size)]
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        yield agents
+    finally:
+        for running in tasks:
+            running.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def assert_each_attempt_once(events: list, agents: list[ScriptedAgent]) -> None:
+    """Every attempt was assigned and recorded once, and run once by exactly one agent."""
+    assigned, recorded = attempts(events, "TaskAssigned"), attempts(events, "TaskResultRecorded")
+    assert set(assigned.values()) == {1} and set(recorded.values()) == {1}
+    runs = [attempt for agent in agents for attempt in agent.runs]
+    assert sorted(runs) == sorted(assigned)
+
+
+async def completed(settings: Settings, region: str, mission_id: str) -> list | None:
+    """The mission's journal events once it has completed."""
+    events = await journal(settings, region, mission_id)
+    return events if named(events, "MissionCompleted") else None
+
+
+async def test_a_pipeline_completes_through_a_coordinator_restart(settings: Settings, tmp_path: Path):
+    mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
+    pipeline = [task("a", capability), task("b", capability, depends_on=["a"]),
+                task("c", capability, depends_on=["b"], replicas=2)]
+    async with crew(settings, "region-0", 3, capability, first_slot=0, latency_s=0.3) as agents:
+        service = CoordinatorService(settings, "region-0", data_dir=tmp_path)
+        await service.start()
+        await submit(settings, mission_id, "region-0", pipeline)
+        await eventually(lambda: _recorded(settings, mission_id, "a"))
+        await service.stop()
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as restarted:
+            events = await eventually(lambda: completed(settings, "region-0", mission_id))
+            assert restarted.folded.state.missions[mission_id].phase == "COMPLETED"
+    [done] = named(events, "MissionCompleted")
+    assert (done.data["success"], done.data["tasks_completed"], done.data["tokens_used"]) == (True, 4, 20)
+    assert len(named(events, "VoteRecorded")) >= 2 and len(named(events, "ConsensusReached")) == 1
+    assert_each_attempt_once(events, agents)
+
+
+async def _recorded(settings: Settings, mission_id: str, task_id: str) -> bool:
+    """Whether a result of the task is in region-0's journal."""
+    events = await journal(settings, "region-0", mission_id)
+    return any(event.data["task_id"] == task_id for event in named(events, "TaskResultRecorded"))
+
+
+async def test_two_regions_run_their_own_missions_side_by_side(settings: Settings, tmp_path: Path):
+    suffix = uuid.uuid4().hex[:8]
+    async with contextlib.AsyncExitStack() as stack:
+        for index, region in enumerate(("region-2", "region-3")):
+            capability = f"{region}-{suffix}"
+            await stack.enter_async_context(crew(settings, region, 2, capability, first_slot=10 + 2 * index))
+            await stack.enter_async_context(CoordinatorService(settings, region, data_dir=tmp_path))
+            await submit(settings, f"m-{capability}", region, [task("a", capability), task("b", capability)])
+        for region in ("region-2", "region-3"):
+            events = await eventually(lambda region=region: completed(settings, region, f"m-{region}-{suffix}"))
+            assert {e.data["agent_id"] for e in named(events, "TaskAssigned")} <= {
+                f"{region}-{suffix}-0", f"{region}-{suffix}-1"}
+
+
+@pytest.mark.slow
+async def test_kill_9_three_times_during_a_50_task_mission_doubles_nothing(settings: Settings, tmp_path: Path):
+    mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"chaos-{uuid.uuid4().hex[:8]}"
+    chains = [task(f"t{i}", capability, depends_on=[f"t{i - 5}"] if i >= 5 else []) for i in range(50)]
+    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+    command = [sys.executable, "-m", "swarmlog.cli", "coordinator", "--region", "region-1", "--data-dir",
+               str(tmp_path)]
+    async with crew(settings, "region-1", 5, capability, first_slot=20, latency_s=0.1) as agents:
+        process = subprocess.Popen(command, env=env)
+        await submit(settings, mission_id, "region-1", chains)
+        try:
+            for kill_after in (8, 20, 32):
+                await eventually(lambda n=kill_after: _results_at_least(settings, mission_id, n))
+                assert process.poll() is None, "the coordinator died on its own"
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                process = subprocess.Popen(command, env=env)
+            events = await eventually(lambda: completed(settings, "region-1", mission_id), timeout_s=90)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+    assert named(events, "MissionCompleted")[0].data["tasks_completed"] == 50
+    assert_each_attempt_once(events, agents)
+    assert sum(agent.duplicates for agent in agents) <= 3, "only the last decision before a kill is re-sent"
+
+
+async def _results_at_least(settings: Settings, mission_id: str, count: int) -> bool:
+    """Whether region-1's journal holds at least `count` results of the mission."""
+    return len(named(await journal(settings, "region-1", mission_id), "TaskResultRecorded")) >= count
+
+
+async def test_a_snapshot_that_no_longer_matches_the_journal_is_ignored(settings: Settings, tmp_path: Path):
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "fresh") as fresh:
+        expected = fresh.folded
+    stale = dataclasses.replace(expected, offset=0, last=(stamp("AgentDeregistered", producer="x", agent_id="gone",
+                                                               reason="from another broker"),))
+    snapshots.save(tmp_path / "stale" / "region-0", stale)
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "stale") as recovered:
+        assert (recovered.folded.state, recovered.folded.offset) == (expected.state, expected.offset)

@@ -1,0 +1,160 @@
+"""The streams worker on real brokers: one worker per broker, each test on its own agents, SIGTERM last."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import pytest
+import redis
+from worker_harness import Client, Worker, now_event
+
+from swarmlog.schemas.events import Event, to_millis
+from swarmlog.streams.registry import Registry, evolve
+
+TIMEOUT_MS = 2000
+BUDGET = 1000
+WINDOW_MS = 4000
+
+
+@pytest.fixture(scope="module")
+def worker(broker, redis_url, tmp_path_factory) -> Iterator[Worker]:
+    """A running worker with a short liveness timeout and budget window; killed if a test left it running."""
+    started = Worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
+                     liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS)
+    started.start()
+    yield started
+    if started.process.poll() is None:
+        started.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def client(broker) -> Client:
+    return Client(broker.bootstrap)
+
+
+def ids(*names: str) -> list[str]:
+    """Agent ids unique to one test run, so tests share the broker without seeing each other."""
+    run = uuid.uuid4().hex[:6]
+    return [f"{name}-{run}" for name in names]
+
+
+def of(*agents: str, field: str = "agent_id"):
+    return lambda event: event.data.get(field) in agents
+
+
+def registered(agent: str) -> Event:
+    return now_event("AgentRegistered", agent_id=agent, capabilities=["code"], model="smollm2", brain="scripted",
+                     node="n1", gpu=None, region="r1", slot=0)
+
+
+def heartbeat(agent: str, registration: Event, sequence: int) -> Event:
+    return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration.event_id, sequence=sequence,
+                     status="IDLE", in_flight_task=None, region="r1", slot=0)
+
+
+def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(worker, client):
+    quiet, leaving = ids("quiet", "leaving")
+    runs = {agent: registered(agent) for agent in (quiet, leaving)}
+    for agent, run in runs.items():
+        client.send("swarm.agents.registry", agent, run)
+    last = {}
+    for sequence in range(3):
+        for agent, run in runs.items():
+            last[agent] = heartbeat(agent, run, sequence)
+            client.send("swarm.agents.heartbeats", agent, last[agent])
+        time.sleep(0.3)
+    client.send("swarm.agents.registry", leaving, now_event("AgentDeregistered", agent_id=leaving, reason="done"))
+    deaths = client.read("swarm.agents.registry", lambda e: e.name == "AgentDeclaredDead" and of(quiet, leaving)(e),
+                         until=lambda found: False, timeout_s=TIMEOUT_MS / 1000 + 4)
+    assert [(d.data["agent_id"], d.data["registration_id"]) for d in deaths] == [(quiet, runs[quiet].event_id)]
+    late_ms = deaths[0].occurred_at_ms - last[quiet].occurred_at_ms - TIMEOUT_MS
+    assert 0 < late_ms <= 1000
+
+
+def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_order(worker, client):
+    a, b, c = ids("a", "b", "c")
+    ring = [("w1", b, c), ("w2", c, a), ("w3", a, b)]
+    waits = {wait: now_event("WaitStarted", wait_id=f"{wait}-{a}", waiter_agent_id=waiter, waits_for_agent_id=target)
+             for wait, waiter, target in ring}
+    for wait, waiter, _ in ring:
+        client.send("swarm.waits", waiter, waits[wait])
+    sent = time.time()
+    found = client.read("swarm.alerts", lambda e: a in e.data.get("cycle", ()), until=bool, timeout_s=10)
+    seen = time.time()
+    extra = client.read("swarm.alerts", lambda e: a in e.data.get("cycle", ()), until=lambda _: False, timeout_s=1.5)
+    assert len(found) == len(extra) == 1
+    deadlock = found[0].data
+    assert (deadlock["cycle"], deadlock["wait_ids"]) == ([a, b, c], [f"w3-{a}", f"w1-{a}", f"w2-{a}"])
+    started = [to_millis(waits[w].data["occurred_at"]) for w in ("w3", "w1", "w2")]
+    assert [to_millis(at) for at in deadlock["waits_started_at"]] == started
+    assert seen - sent < 1 + 0.5  # within 1 s of the closing wait, plus the reader's polling
+
+
+def test_usage_over_the_budget_throttles_then_restores_at_the_window_boundary(worker, client):
+    (agent,) = ids("spender")
+    window_end = _wait_for_fresh_window()
+    for n in range(2):
+        client.send("swarm.usage", agent, now_event("TokensUsed", agent_id=agent, generation_id=f"g{n}",
+                                                      prompt_tokens=400, completion_tokens=200))
+    found = client.read("swarm.control", of(agent), until=lambda e: len(e) >= 2, timeout_s=WINDOW_MS / 1000 + 5)
+    assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
+    exceeded, restored = found
+    assert (exceeded.data["used"], exceeded.data["budget"]) == (1200, BUDGET)
+    assert to_millis(exceeded.data["window_end"]) == to_millis(restored.data["window_start"]) == window_end
+    assert window_end <= restored.occurred_at_ms <= window_end + 1000
+
+
+def test_a_garbage_record_becomes_a_dead_letter_and_processing_goes_on(worker, client):
+    (agent,) = ids("garbled")
+    garbage = b"not avro " + agent.encode()
+    client.send("swarm.usage", agent, garbage, now_event("TokensUsed", agent_id=agent, generation_id="g",
+                                                         prompt_tokens=BUDGET + 1, completion_tokens=0))
+    letters = client.read("swarm.deadletter", lambda e: e.data["payload"] == garbage, until=bool, timeout_s=10)
+    assert [(l.data["origin_topic"], l.data["error_type"]) for l in letters] == [("swarm.usage", "DecodeError")]
+    throttled = client.read("swarm.control", of(agent), until=bool, timeout_s=10)
+    assert [e.name for e in throttled][:1] == ["BudgetExceeded"]
+
+
+def test_an_experience_is_projected_to_redis_with_its_expiry(worker, client, redis_url):
+    (agent,) = ids("learner")
+    experience = now_event("ExperienceRecorded", experience_id=agent, agent_id=agent, node="n1", kind="insight",
+                           content="tests first", embedding=[0.5], ttl_s=600, mission_id=None)
+    client.send("swarm.memory.experiences", agent, experience)
+    store = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + 10
+    while store.get(f"experience:{agent}") is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    expire_at_ms = experience.occurred_at_ms + 600_000
+    assert store.get(f"experience:{agent}") is not None
+    assert abs(store.pexpiretime(f"experience:{agent}") - expire_at_ms) <= 1
+
+
+def test_sigterm_stops_cleanly_and_the_registry_table_is_the_fold_of_its_topics(worker, client):
+    assert worker.stop(signal.SIGTERM) == 0
+    table = worker.table("registry")
+    source = client.read("swarm.agents.registry", lambda e: True, until=lambda _: False, timeout_s=2)
+    source += client.read("swarm.agents.heartbeats", lambda e: True, until=lambda _: False, timeout_s=2)
+    by_agent: dict = {}
+    for event in sorted(source, key=lambda e: e.occurred_at_ms):
+        agent = event.data["agent_id"]
+        by_agent[agent] = evolve(_one(by_agent, agent), event).agents.get(agent)
+    expected = {agent: view for agent, view in by_agent.items() if view is not None}
+    assert table == expected
+
+
+def _one(views: dict, agent: str) -> Registry:
+    return Registry({agent: views[agent]} if views.get(agent) else {})
+
+
+def _wait_for_fresh_window() -> int:
+    """Sleep until a budget window has just begun (so two usages land in it); its end in ms."""
+    now_ms = int(datetime.now(timezone.utc).timestamp() * 1000)
+    start = now_ms - now_ms % WINDOW_MS
+    if now_ms - start > WINDOW_MS / 4:
+        time.sleep((start + WINDOW_MS - now_ms) / 1000 + 0.05)
+        start += WINDOW_MS
+    return start + WINDOW_MS

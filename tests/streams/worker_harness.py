@@ -1,0 +1,129 @@
+"""The streams worker as a subprocess on the test's broker, and a client that produces and reads events."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from faust.serializers import codecs
+from rocksdict import AccessType, Options, Rdict
+
+from swarmlog.errors import DecodeError
+from swarmlog.schemas.codec import decode, encode
+from swarmlog.schemas.events import Event
+
+READY_TIMEOUT_S = 90
+
+
+def now_event(name: str, **fields: Any) -> Event:
+    """An event occurring now with a fresh id, as an agent writes it."""
+    envelope = {"event_id": uuid.uuid4().hex, "occurred_at": datetime.now(timezone.utc), "correlation_id": None,
+                "causation_id": None, "producer": "test"}
+    return Event(name, {**envelope, **fields})
+
+
+class Worker:
+    """`swarmlog streams` in a subprocess with its own app id and data dir; logs go to a file."""
+
+    def __init__(self, bootstrap: str, broker_kind: str, redis_url: str, data_dir: Path, **knobs: int) -> None:
+        self.data_dir = data_dir
+        self.app_id = f"streams-{uuid.uuid4().hex[:8]}"
+        self.log = data_dir.with_suffix(".log")
+        self.env = {**os.environ, "SWARMLOG_BROKER": broker_kind, "SWARMLOG_BOOTSTRAP": bootstrap,
+                    "SWARMLOG_REDIS_URL": redis_url, "SWARMLOG_STREAMS_APP_ID": self.app_id,
+                    "SWARMLOG_STREAMS_DATA_DIR": str(data_dir)}
+        self.env.update({f"SWARMLOG_STREAMS_{name.upper()}": str(value) for name, value in knobs.items()})
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the worker and wait until Faust says it is ready."""
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "streams"], env=self.env,
+                                            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while b"[^Worker]: Ready" not in self.log.read_bytes()[offset:]:
+            assert self.process.poll() is None, f"worker exited with {self.process.returncode}; see {self.log}"
+            assert time.monotonic() < deadline, f"worker not ready in {READY_TIMEOUT_S} s; see {self.log}"
+            time.sleep(0.2)
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout_s: float = 30) -> int:
+        """Send `sig` and wait for the exit code."""
+        assert self.process is not None
+        self.process.send_signal(sig)
+        return self.process.wait(timeout_s)
+
+    def table(self, name: str) -> dict[str, Any]:
+        """The contents of a stopped worker's table, read from its RocksDB partitions."""
+        pickle = codecs.get_codec("pickle")
+        contents = {}
+        for path in sorted(self.data_dir.glob(f"**/tables/{name}-*.db")):
+            db = Rdict(str(path), Options(raw_mode=True), access_type=AccessType.read_only())
+            try:
+                contents.update({codecs.loads("json", key): pickle.loads(value) for key, value in db.items()
+                                 if not key.startswith(b"__faust")})
+            finally:
+                db.close()
+        return contents
+
+
+class Client:
+    """Produces events (or raw bytes) and reads topics from the beginning, on the test's broker."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def send(self, topic: str, key: str, *events: Event | bytes) -> None:
+        """Produce each event (encoded) or raw payload under `key`, in order."""
+        asyncio.run(self._send(topic, key, [e if isinstance(e, bytes) else encode(e) for e in events]))
+
+    def read(self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool],
+             timeout_s: float) -> list[Event]:
+        """The decodable events of `topic` that `keep` accepts, once `until` holds for them or the timeout passes."""
+        return asyncio.run(self._read(topic, keep, until, timeout_s))
+
+    async def _send(self, topic: str, key: str, payloads: list[bytes]) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
+        await producer.start()
+        try:
+            for payload in payloads:
+                await producer.send_and_wait(topic, payload, key=key.encode())
+        finally:
+            await producer.stop()
+
+    async def _read(self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool],
+                    timeout_s: float) -> list[Event]:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest",
+                                    enable_auto_commit=False)
+        await consumer.start()
+        kept: list[Event] = []
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline and not until(kept):
+                batches = await consumer.getmany(timeout_ms=200)
+                kept += [event for record in _records(batches) if (event := _decoded(record.value)) and keep(event)]
+        finally:
+            await consumer.stop()
+        return kept
+
+
+def _records(batches: dict) -> Iterator[Any]:
+    for records in batches.values():
+        yield from records
+
+
+def _decoded(payload: bytes | None) -> Event | None:
+    try:
+        return decode(payload or b"")
+    except DecodeError:  # another test's garbage: not an event
+        return None
