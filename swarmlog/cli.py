@@ -5,8 +5,9 @@ from __future__ import annotations
 import typer
 
 from swarmlog.commands import schemas, topics
-from swarmlog.commands.coordinator import coordinator
 from swarmlog.commands.agent import agent
+from swarmlog.commands.coordinator import coordinator
+from swarmlog.commands.demo import demo
 from swarmlog.commands.streams import streams
 from swarmlog.commands.up import up
 
@@ -15,6 +16,7 @@ app = typer.Typer(
     help="swarmlog: an event-sourced actor system on Kafka that runs LLM agents. "
     "Exit codes: 0 ok, 1 the operation failed, 2 usage, 3 configuration, 4 a service is unreachable.",
 )
+app.command("demo")(demo)
 app.command("up")(up)
 app.command("agent")(agent)
 app.command("streams")(streams)

@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from swarmlog.errors import ServiceError
@@ -98,6 +98,7 @@ def running(
     ready: Callable[[], bool],
     timeout_s: float = 60.0,
     cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A service process, in its own process group and killed with its parent, from ready until exit.
 
@@ -110,6 +111,7 @@ def running(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )

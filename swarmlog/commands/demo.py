@@ -1,0 +1,139 @@
+"""`swarmlog demo`: the whole swarm on the embedded default, running one three-phase mission end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from swarmlog.client import MissionClient
+from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.events import Event
+from swarmlog.services import open_services, process
+from swarmlog.settings import Settings
+
+# Four agents, as the seed's FAQ advises to start with; every stage has at least two capable agents.
+AGENTS = (
+    ("agent-0", "coding,decision_making"),
+    ("agent-1", "coding,review"),
+    ("agent-2", "testing,review"),
+    ("agent-3", "testing,coding,decision_making"),
+)
+MISSION: dict[str, Any] = {
+    "title": "Write, review and test a slugify() helper",
+    "tasks": [
+        {"task_id": "generate", "prompt": "Write a Python function slugify(text) that lowercases text and joins "
+         "words with dashes.", "required_capabilities": ["coding"]},
+        {"task_id": "review", "prompt": "Review the code you are given and list one concrete improvement.",
+         "required_capabilities": ["review"], "depends_on": ["generate"]},
+        {"task_id": "test", "prompt": "Write one pytest test for the code and review you are given.",
+         "required_capabilities": ["testing"], "depends_on": ["review"], "replicas": 2},
+    ],
+    "consensus": {"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+    "final_action": {"prompt": "Decide whether to ship the tested function; answer ship or hold with a reason.",
+                     "required_capabilities": ["decision_making"]},
+    "deadline_ms": 600_000,
+}
+RESULT_FIELDS = ("success", "latency_ms", "agent_count", "tasks_completed", "tasks_failed", "malformed_count",
+                 "consensus_ms", "tokens_used", "outputs")
+
+
+@one_line_errors
+def demo(
+    as_json: Annotated[bool, typer.Option("--json", help="Print MissionCompleted's fields as one JSON object.")] = False,
+    timeout_s: Annotated[float, typer.Option(help="Give up on the mission after this many seconds.")] = 600.0,
+) -> None:
+    """Start Tansu, Redis, the stream processors, a coordinator and 4 llama.cpp agents; run one mission; print it."""
+    settings = dataclasses.replace(Settings.from_env(broker="tansu"), bootstrap=None, redis_url=None, regions=1)
+    with tempfile.TemporaryDirectory(prefix="swarmlog-demo-") as work, open_services(settings) as services:
+        settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
+        _progress(f"Tansu on {services.broker.bootstrap}, Redis on {services.redis.url}")
+        asyncio.run(ensure_topics(settings))
+        with _swarm(settings, Path(work)):
+            result = asyncio.run(_run_mission(settings, timeout_s))
+    if as_json:
+        print_json({name: result.data.get(name) for name in RESULT_FIELDS} | {"mission": result.name})
+    else:
+        _print_result(result)
+    if result.name != "MissionCompleted" or not result.data.get("success"):
+        raise typer.Exit(EXIT_FAILED)
+
+
+@contextlib.contextmanager
+def _swarm(settings: Settings, work: Path) -> Iterator[None]:
+    """The stream processors, the coordinator and the agents as child processes, stopped on exit."""
+    env = os.environ | {"SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+                        "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": str(settings.regions)}
+    commands = [("streams", ["streams", "--data-dir", str(work / "streams")]),
+                ("coordinator", ["coordinator", "--region", "region-0", "--data-dir", str(work / "coordinator")])]
+    commands += [(agent_id, ["agent", agent_id, "--capabilities", capabilities, "--brain", "llamacpp",
+                             "--region", "region-0", "--data-dir", str(work / agent_id)])
+                 for agent_id, capabilities in AGENTS]
+    with contextlib.ExitStack() as stack:
+        for name, argv in commands:
+            log = work / f"{name}.log"
+            stack.enter_context(process.running([sys.executable, "-m", "swarmlog.cli", *argv], name=name, log=log,
+                                                ready=lambda: True, env=env))
+            _progress(f"started {name} (log: {log})")
+        yield
+
+
+async def _run_mission(settings: Settings, timeout_s: float) -> Event:
+    """Submit the demo mission and narrate its journal until it ends."""
+    client = MissionClient(settings, client_name="demo")
+    mission_id = await client.submit(MISSION)
+    _progress(f"submitted mission {mission_id}: {MISSION['title']}")
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for event in client.follow(mission_id):
+                _progress(_narrate(event))
+                if event.name in ("MissionCompleted", "MissionFailed", "MissionRejected"):
+                    return event
+    except TimeoutError:
+        pass
+    raise typer.Exit(EXIT_FAILED)
+
+
+def _narrate(event: Event) -> str:
+    """One line of progress for a journal event."""
+    data = event.data
+    at = data["occurred_at"].strftime("%H:%M:%S") if isinstance(data["occurred_at"], datetime) else ""
+    task = f"{data.get('task_id')}#{data.get('replica')}" if "task_id" in data else ""
+    detail = {
+        "PhaseStarted": lambda: f"phase {data['phase']}",
+        "TaskAssigned": lambda: f"{task} → {data['agent_id']} (score {data['score']:.2f}, attempt {data['attempt']})",
+        "TaskQueued": lambda: f"{task} queued: {data['reason']}",
+        "TaskResultRecorded": lambda: f"{task} by {data['agent_id']}: " + ("done" if data["succeeded"] else "failed"),
+        "VoteRequested": lambda: f"vote asked of {data['voter_agent_id']}",
+        "VoteRecorded": lambda: f"{data['voter_agent_id']} voted {data['candidate_id']}",
+        "ConsensusReached": lambda: f"consensus on {data['candidate_id']} in {data['consensus_ms']} ms",
+        "ConsensusTimedOut": lambda: f"consensus window closed with {data['votes']}/{data['voters']} votes",
+        "TaskReassigned": lambda: f"{task} taken from {data['from_agent_id']}: {data['reason']}",
+    }.get(event.name, lambda: "")()
+    return f"{at} {event.name:<20} {detail}"
+
+
+def _progress(line: str) -> None:
+    """A progress line on stderr, so stdout stays one JSON document with --json."""
+    err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_result(result: Event) -> None:
+    """The mission's outcome, readably."""
+    for name in RESULT_FIELDS:
+        value = result.data.get(name)
+        if name == "outputs":
+            for index, output in enumerate(value or []):
+                out.print(f"output {index}: {output}", highlight=False, markup=False, soft_wrap=True)
+        elif value is not None:
+            out.print(f"{name}: {value}", highlight=False, markup=False)
