@@ -57,7 +57,8 @@ def _variant(kind: str, candidates: Sequence[str]) -> dict[str, Any]:
 def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = ()) -> Action | Malformed:
     """The action in a model's output, or Malformed saying why not; confidence is clamped into [0, 1]."""
     try:
-        value = json.loads(text)
+        # strict=False: llama.cpp's JSON grammar lets raw newlines and tabs into strings; they are still one action.
+        value = json.loads(text, strict=False)
     except (ValueError, RecursionError) as exc:
         return Malformed(f"not JSON: {exc}")
     if not isinstance(value, dict):

@@ -28,9 +28,9 @@ def task_prompt(
     sections += _listed("Peer answers", [f"{peer}: {text}" for peer, text in sorted((peer_answers or {}).items())])
     sections += _listed("Your notes so far", notes)
     sections.append(
-        f"Step {step} of {max_steps}. Reply with one JSON object: "
-        f'{{"action": one of {" | ".join(allowed)}, "content": your text (at most {MAX_CONTENT} characters), '
-        '"confidence": a number from 0 to 1}. Use "answer" to give the final answer.'
+        f"Step {step} of {max_steps}. Reply with one JSON object with the keys action ({' or '.join(allowed)}), "
+        f"content and confidence (0 to 1). The content is your own work on the task, at most {MAX_CONTENT} "
+        'characters. Use the action "answer" to give the final answer.'
     )
     return "\n".join(sections)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from swarmlog.coordinator import routing
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import DONE, RUNNING, Mission, TaskKey, TaskSpec
+from collections.abc import Iterable
+
+from swarmlog.coordinator.state import DONE, RUNNING, Agent, Mission, TaskKey, TaskSpec
 
 
 def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
@@ -36,7 +38,12 @@ def reassign(draft: Draft, key: TaskKey, agent_id: str, reason: str) -> None:
 def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: int) -> bool:
     """Emit TaskAssigned for this attempt on the best agent; False when none is eligible."""
     mission = draft.state.missions[mission_id]
-    choice = routing.choose(spec, draft.state.agents.values(), _excluded(mission, spec, index))
+    agents = draft.state.agents.values()
+    siblings = _on_siblings(mission, spec, index)
+    # Prefer agents that have not failed this replica yet; when none could ever take it, retry on one that did.
+    choice = routing.choose(spec, agents, siblings | mission.replica(spec.task_id, index).tried)
+    if choice is None and not _fresh_capable_agent(spec, agents, siblings | mission.replica(spec.task_id, index).tried):
+        choice = routing.choose(spec, agents, siblings)
     if choice is None:
         return False
     agent, score = choice
@@ -47,12 +54,15 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     return True
 
 
-def _excluded(mission: Mission, spec: TaskSpec, index: int) -> frozenset[str]:
-    """Agents this replica must avoid: those that already failed or dropped it, and those on its sibling replicas."""
+def _on_siblings(mission: Mission, spec: TaskSpec, index: int) -> frozenset[str]:
+    """Agents running or done on the task's other replicas: a replica never shares an agent with its siblings."""
     siblings = (mission.replica(spec.task_id, other) for other in range(spec.replicas) if other != index)
-    return mission.replica(spec.task_id, index).tried | {
-        replica.agent_id for replica in siblings if replica.status in (RUNNING, DONE) and replica.agent_id
-    }
+    return frozenset(replica.agent_id for replica in siblings if replica.status in (RUNNING, DONE) and replica.agent_id)
+
+
+def _fresh_capable_agent(spec: TaskSpec, agents: Iterable[Agent], excluded: frozenset[str]) -> bool:
+    """Whether some alive agent outside `excluded` could take the task, now or once it is idle."""
+    return any(agent.alive and agent.agent_id not in excluded and routing.capable(spec, agent) for agent in agents)
 
 
 def _inputs(mission: Mission, spec: TaskSpec) -> dict[str, str]:

@@ -21,16 +21,21 @@ def available(agent: Agent) -> bool:
     return agent.alive and not agent.busy and not agent.throttled
 
 
+def capable(spec: TaskSpec, agent: Agent) -> bool:
+    """Whether the agent's capabilities fit the task at all (busy or not): score above 0, decision_making for FINAL."""
+    if spec.kind == "FINAL" and DECISION_MAKING not in agent.capabilities:
+        return False
+    return score(spec.required_capabilities, agent.capabilities) > 0
+
+
 def choose(spec: TaskSpec, agents: Iterable[Agent],
            exclude: frozenset[str] = frozenset()) -> tuple[Agent, float] | None:
     """The best available agent outside `exclude` and its score: highest score, then lowest load, then id."""
-    must = frozenset({DECISION_MAKING}) if spec.kind == "FINAL" else frozenset()
-    scored = [
+    eligible = [
         (score(spec.required_capabilities, agent.capabilities), agent)
         for agent in agents
-        if available(agent) and agent.agent_id not in exclude and must <= agent.capabilities
+        if available(agent) and agent.agent_id not in exclude and capable(spec, agent)
     ]
-    eligible = [(value, agent) for value, agent in scored if value > 0]
     if not eligible:
         return None
     value, agent = min(eligible, key=lambda pair: (-pair[0], pair[1].load, pair[1].agent_id))

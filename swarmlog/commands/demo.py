@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from swarmlog.client import MissionClient
+from swarmlog.client import MissionClient, MissionTimeout
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
@@ -55,18 +56,21 @@ def demo(
 ) -> None:
     """Start Tansu, Redis, the stream processors, a coordinator and 4 llama.cpp agents; run one mission; print it."""
     settings = dataclasses.replace(Settings.from_env(broker="tansu"), bootstrap=None, redis_url=None, regions=1)
-    with tempfile.TemporaryDirectory(prefix="swarmlog-demo-") as work, open_services(settings) as services:
+    work = Path(tempfile.mkdtemp(prefix="swarmlog-demo-"))
+    with open_services(settings) as services:
         settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
         _progress(f"Tansu on {services.broker.bootstrap}, Redis on {services.redis.url}")
         asyncio.run(ensure_topics(settings))
-        with _swarm(settings, Path(work)):
+        with _swarm(settings, work):
             result = asyncio.run(_run_mission(settings, timeout_s))
     if as_json:
         print_json({name: result.data.get(name) for name in RESULT_FIELDS} | {"mission": result.name})
     else:
         _print_result(result)
     if result.name != "MissionCompleted" or not result.data.get("success"):
+        _progress(f"the mission did not succeed; the processes' logs are kept in {work}")
         raise typer.Exit(EXIT_FAILED)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -100,8 +104,7 @@ async def _run_mission(settings: Settings, timeout_s: float) -> Event:
                 if event.name in ("MissionCompleted", "MissionFailed", "MissionRejected"):
                     return event
     except TimeoutError:
-        pass
-    raise typer.Exit(EXIT_FAILED)
+        raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s") from None
 
 
 def _narrate(event: Event) -> str:

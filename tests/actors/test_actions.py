@@ -67,3 +67,10 @@ def test_every_valid_action_round_trips(kind, content, confidence, extra):
         value["candidate_id"] = extra
     assert parse_action(json.dumps(value)) == Action(kind, content, confidence, value.get("target"),
                                                      value.get("candidate_id"))
+
+
+def test_raw_control_characters_inside_a_string_still_parse() -> None:
+    action = parse_action('{ "action": "answer", "content": "line one\nline two", "confidence": 0.5 }')
+
+    assert isinstance(action, Action)
+    assert action.content == "line one\nline two"

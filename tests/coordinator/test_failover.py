@@ -99,3 +99,28 @@ def test_redelivered_inputs_emit_nothing():
     for event in (dead, late):
         assert swarm.apply(Receive(event, swarm.now_ms)) != []
         assert swarm.apply(Receive(event, swarm.now_ms)) == []
+
+
+
+def test_a_failed_replica_retries_on_the_agent_that_failed_it_when_no_other_could_ever_take_it():
+    swarm = Swarm()
+    swarm.register("a", "review")
+    swarm.register("b", "code")
+    swarm.submit("m", [task("r", "review")])
+    [first] = swarm.running()
+    events = swarm.fail(first)
+    assigned = named(events, "TaskAssigned")
+    assert [(e.data["agent_id"], e.data["attempt"]) for e in assigned] == [("a", 2)]
+
+
+def test_a_failed_replica_waits_for_a_busy_fresh_agent_rather_than_retrying_where_it_failed():
+    swarm = Swarm()
+    swarm.register("a", "review")
+    swarm.register("b", "review")
+    swarm.submit("m", [task("r", "review"), task("s", "review")])
+    first, second = swarm.running()
+    events = swarm.fail(first)
+    assert named(events, "TaskQueued") and not named(events, "TaskAssigned")
+    drained = swarm.complete(second, "done")
+    assert [(e.data["task_id"], e.data["agent_id"]) for e in named(drained, "TaskAssigned")] == [
+        ("r", second.data["agent_id"])]

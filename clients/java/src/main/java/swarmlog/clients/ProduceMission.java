@@ -1,0 +1,141 @@
+package swarmlog.clients;
+
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.stream.Stream;
+
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.generic.GenericRecordBuilder;
+import org.apache.avro.message.BinaryMessageEncoder;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/** Submits one swarmlog mission: a MissionSubmitted in Avro single-object encoding on swarm.missions, key mission_id. */
+public final class ProduceMission {
+    static final String TOPIC = "swarm.missions";
+    static final String USAGE = """
+        usage: java -jar produce-mission.jar --task ID=PROMPT [--task ...] [--capability CAP ...]
+               [--title TEXT] [--region NAME] [--mission-id ID] [--bootstrap HOST:PORT] [--schemas DIR]
+        Prints the mission id. --bootstrap defaults to $SWARMLOG_BOOTSTRAP, then localhost:9092;
+        --schemas to the repository's schemas/ folder (the latest MissionSubmitted/vN.avsc is used).""";
+
+    /** The command line, parsed. */
+    record Options(String bootstrap, Path schemas, String missionId, String title, String region,
+                   List<String[]> tasks, List<String> capabilities) {
+
+        static Options parse(String[] args) throws URISyntaxException {
+            String bootstrap = System.getenv().getOrDefault("SWARMLOG_BOOTSTRAP", "localhost:9092");
+            Path schemas = defaultSchemas();
+            String missionId = "m-" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+            String title = null;
+            String region = null;
+            List<String[]> tasks = new ArrayList<>();
+            List<String> capabilities = new ArrayList<>();
+            for (int i = 0; i < args.length; i += 2) {
+                if (i + 1 >= args.length) throw new IllegalArgumentException(args[i] + " needs a value");
+                String value = args[i + 1];
+                switch (args[i]) {
+                    case "--bootstrap" -> bootstrap = value;
+                    case "--schemas" -> schemas = Path.of(value);
+                    case "--mission-id" -> missionId = value;
+                    case "--title" -> title = value;
+                    case "--region" -> region = value;
+                    case "--capability" -> capabilities.add(value);
+                    case "--task" -> {
+                        String[] idPrompt = value.split("=", 2);
+                        if (idPrompt.length != 2) throw new IllegalArgumentException("--task wants ID=PROMPT, got " + value);
+                        tasks.add(idPrompt);
+                    }
+                    default -> throw new IllegalArgumentException("unknown option " + args[i]);
+                }
+            }
+            if (tasks.isEmpty()) throw new IllegalArgumentException("a mission needs at least one --task ID=PROMPT");
+            return new Options(bootstrap, schemas, missionId, title == null ? missionId : title, region, tasks,
+                               capabilities);
+        }
+
+        /** The schemas/ folder of the repository this jar was built in (clients/java/target/produce-mission.jar). */
+        private static Path defaultSchemas() throws URISyntaxException {
+            Path jar = Path.of(ProduceMission.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            return jar.getParent().resolve("../../../schemas").normalize();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage() + "\n" + USAGE);
+            System.exit(2);
+            return;
+        }
+        Schema schema = new Schema.Parser().parse(latestSchema(options.schemas()).toFile());
+        // Avro's own single-object encoder: C3 01, the schema's CRC-64-AVRO fingerprint, the binary body.
+        BinaryMessageEncoder<GenericRecord> encoder = new BinaryMessageEncoder<>(GenericData.get(), schema);
+        ByteBuffer framed = encoder.encode(mission(schema, options));
+        byte[] value = new byte[framed.remaining()];
+        framed.get(value);
+
+        Properties config = new Properties();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, options.bootstrap());
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "swarmlog-produce-mission-java");
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        try (KafkaProducer<String, byte[]> producer =
+                 new KafkaProducer<>(config, new StringSerializer(), new ByteArraySerializer())) {
+            producer.send(new ProducerRecord<>(TOPIC, options.missionId(), value)).get();
+        }
+        System.err.println("fingerprint " + HexFormat.of().formatHex(value, 2, 10) + ", " + value.length + " bytes");
+        System.out.println(options.missionId());
+    }
+
+    /** The MissionSubmitted record; fields not set here take their schema defaults. */
+    static GenericRecord mission(Schema schema, Options options) {
+        Schema taskSchema = schema.getField("tasks").schema().getElementType();
+        List<GenericRecord> tasks = new ArrayList<>();
+        for (String[] idPrompt : options.tasks()) {
+            tasks.add(new GenericRecordBuilder(taskSchema)
+                .set("task_id", idPrompt[0])
+                .set("prompt", idPrompt[1])
+                .set("required_capabilities", options.capabilities())
+                .build());
+        }
+        return new GenericRecordBuilder(schema)
+            .set("event_id", UUID.randomUUID().toString().replace("-", ""))
+            .set("occurred_at", System.currentTimeMillis())
+            .set("correlation_id", options.missionId())
+            .set("causation_id", null)
+            .set("producer", "client:java")
+            .set("mission_id", options.missionId())
+            .set("title", options.title())
+            .set("region", options.region())
+            .set("tasks", tasks)
+            .set("submitted_by", "client:java")
+            .build();
+    }
+
+    /** The highest vN.avsc of MissionSubmitted under the schemas folder. */
+    static Path latestSchema(Path schemas) throws IOException {
+        Path folder = schemas.resolve("avro/MissionSubmitted");
+        try (Stream<Path> files = Files.list(folder)) {
+            return files.filter(p -> p.getFileName().toString().matches("v\\d+\\.avsc"))
+                .max(Comparator.comparingInt(p -> Integer.parseInt(p.getFileName().toString().replaceAll("\\D", ""))))
+                .orElseThrow(() -> new IOException("no vN.avsc in " + folder));
+        }
+    }
+}
