@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import logging
 import signal
+import zlib
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -245,7 +246,8 @@ class Agent:
 
 async def run_agent(config: AgentConfig, settings: Settings) -> None:
     """Run one agent until SIGTERM or SIGINT, then drain it."""
-    brain = open_brain(config.brain, config.model, config.gpu)
+    # Each agent samples with its own seed, so replicas of a task are independent draws, not copies.
+    brain = open_brain(config.brain, config.model, config.gpu, seed=zlib.crc32(config.agent_id.encode()))
     try:
         agent = Agent(config, settings, brain)
         loop = asyncio.get_running_loop()

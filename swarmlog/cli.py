@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from swarmlog.commands import schemas, topics
+from swarmlog.commands import replay, schemas, topics
 from swarmlog.commands.agent import agent
+from swarmlog.commands.agents import agents
 from swarmlog.commands.coordinator import coordinator
 from swarmlog.commands.demo import demo
+from swarmlog.commands.status import status
 from swarmlog.commands.streams import streams
+from swarmlog.commands.submit import submit
 from swarmlog.commands.up import up
+from swarmlog.commands.watch import watch
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -21,8 +25,13 @@ app.command("up")(up)
 app.command("agent")(agent)
 app.command("streams")(streams)
 app.command("coordinator")(coordinator)
+app.command("submit")(submit)
+app.command("watch")(watch)
+app.command("status")(status)
+app.command("agents")(agents)
 app.add_typer(topics.app, name="topics")
 app.add_typer(schemas.app, name="schemas")
+app.add_typer(replay.app, name="replay")
 
 
 def main() -> None:

@@ -1,18 +1,27 @@
-"""MissionClient: submit missions and follow them through the coordinator journal, from Python."""
+"""MissionClient: submit missions and follow them through the coordinator journal, from Python.
+
+Also a typed mission builder (`Mission`, `Task`, `Consensus`, `FinalAction`, `Planning`) whose `to_dict()` is what
+`submit` takes, `load_mission` for YAML/JSON files, `MissionProgress` (a fold of a mission's journal events for
+progress displays) and `SyncMissionClient` for code without an event loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
 
 from aiokafka import TopicPartition
 
 from swarmlog.coordinator.placement import owner
-from swarmlog.coordinator.shell.recovery import JOURNAL, reader
+from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
 from swarmlog.envelope import stamp
-from swarmlog.errors import SwarmlogError
+from swarmlog.coordinator import plan
+from swarmlog.errors import EncodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
@@ -28,6 +37,200 @@ class MissionTimeout(SwarmlogError):
     retriable = True
 
 
+class MissionInvalid(SwarmlogError):
+    """A mission that does not match the MissionSubmitted schema or is not a runnable plan; nothing was produced."""
+
+
+MISSION_FIELDS = ("mission_id", "title", "region", "tasks", "planning", "consensus", "final_action", "deadline_ms",
+                  "token_budget", "submitted_by")
+TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps")
+
+
+def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> Event:
+    """The MissionSubmitted event of a mission dict, checked by the codec and the plan rules; MissionInvalid if not."""
+    if not isinstance(mission, Mapping):
+        raise MissionInvalid(f"a mission is a mapping of fields ({', '.join(MISSION_FIELDS)}), not {type(mission).__name__}")
+    unknown = sorted(set(mission) - set(MISSION_FIELDS))
+    if unknown:
+        raise MissionInvalid(f"unknown mission field(s) {', '.join(unknown)}; the fields are {', '.join(MISSION_FIELDS)}")
+    for index, task in enumerate(mission.get("tasks") or ()):
+        extra = sorted(set(task) - set(TASK_FIELDS)) if isinstance(task, Mapping) else []
+        if extra:
+            raise MissionInvalid(f"tasks[{index}] has unknown field(s) {', '.join(extra)}; "
+                                 f"a task has {', '.join(TASK_FIELDS)}")
+    fields = {"mission_id": uuid.uuid4().hex[:12], "region": None, "submitted_by": producer} | dict(mission)
+    event = stamp("MissionSubmitted", producer=producer, correlation_id=fields["mission_id"], **fields)
+    try:
+        codec_for(None).encode(event)
+    except EncodeError as exc:
+        raise MissionInvalid(f"{exc}; nothing was produced") from None
+    tasks, planning = fields.get("tasks") or [], fields.get("planning")
+    if bool(tasks) == bool(planning):
+        raise MissionInvalid("a mission needs either `tasks` or a `planning` step (not both, not neither)")
+    problem = plan.problem([plan.from_record(task) for task in tasks]) if tasks else None
+    if problem:
+        raise MissionInvalid(f"tasks: {problem}")
+    return event
+
+
+def load_mission(path: Path | str) -> dict[str, Any]:
+    """A mission dict from a .yaml/.yml or .json file; MissionInvalid saying what is wrong with the file."""
+    import yaml  # the CLI's dependency; imported here so the client stays light
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MissionInvalid(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise MissionInvalid(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                             f"{' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise MissionInvalid(f"{path} must hold one mapping (title, tasks, ...), not {type(data).__name__}")
+    return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One task of a mission's DAG: run `replicas` times on agents having `capabilities`, after `depends_on`."""
+
+    task_id: str
+    prompt: str
+    capabilities: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    replicas: int = 1
+    max_steps: int = 4
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Avro TaskSpec record."""
+        return {"task_id": self.task_id, "prompt": self.prompt, "required_capabilities": list(self.capabilities),
+                "depends_on": list(self.depends_on), "replicas": self.replicas, "max_steps": self.max_steps}
+
+
+@dataclasses.dataclass(frozen=True)
+class Consensus:
+    """Phase 2: how the outputs are voted on, for how long, and what fraction of voters must vote."""
+
+    strategy: Literal["MAJORITY", "CONFIDENCE_WEIGHTED"] = "MAJORITY"
+    window_s: float = 30.0
+    quorum: float = 0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Avro ConsensusSpec record."""
+        return {"strategy": self.strategy, "window_ms": round(self.window_s * 1000), "quorum": self.quorum}
+
+
+@dataclasses.dataclass(frozen=True)
+class FinalAction:
+    """Phase 3: the action taken on the consensus, by an agent with `decision_making` (and `capabilities`)."""
+
+    prompt: str
+    capabilities: tuple[str, ...] = ("decision_making",)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Avro FinalActionSpec record."""
+        return {"prompt": self.prompt, "required_capabilities": list(self.capabilities)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Planning:
+    """A planning task whose answer becomes the mission's task list (instead of explicit tasks)."""
+
+    prompt: str
+    capabilities: tuple[str, ...] = ("planning",)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Avro PlanningSpec record."""
+        return {"prompt": self.prompt, "required_capabilities": list(self.capabilities)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mission:
+    """A typed mission; `to_dict()` gives what `MissionClient.submit` takes (and what a YAML mission file holds)."""
+
+    title: str
+    tasks: tuple[Task, ...] = ()
+    consensus: Consensus = Consensus()
+    final_action: FinalAction | None = None
+    planning: Planning | None = None
+    token_budget: int | None = None
+    deadline_s: float | None = None
+    region: str | None = None
+    mission_id: str | None = None
+
+    def with_task(self, task: Task) -> Mission:
+        """A copy with one more task."""
+        return dataclasses.replace(self, tasks=(*self.tasks, task))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The MissionSubmitted fields (without the envelope), omitting what is unset."""
+        mission: dict[str, Any] = {"title": self.title, "tasks": [task.to_dict() for task in self.tasks],
+                                   "consensus": self.consensus.to_dict()}
+        optional = {"final_action": self.final_action and self.final_action.to_dict(),
+                    "planning": self.planning and self.planning.to_dict(), "token_budget": self.token_budget,
+                    "deadline_ms": None if self.deadline_s is None else round(self.deadline_s * 1000),
+                    "region": self.region, "mission_id": self.mission_id}
+        return mission | {name: value for name, value in optional.items() if value is not None}
+
+
+@dataclasses.dataclass
+class MissionProgress:
+    """A mission as its journal events tell it so far: phase, tasks done/failed per agent, consensus, tokens."""
+
+    mission_id: str
+    title: str = ""
+    phase: str = "SUBMITTED"
+    planned: int = 0
+    assigned: int = 0
+    queued: int = 0
+    done: dict[str, int] = dataclasses.field(default_factory=dict)
+    failed: dict[str, int] = dataclasses.field(default_factory=dict)
+    tokens: int = 0
+    votes: int = 0
+    consensus: str | None = None
+    result: Event | None = None
+
+    def apply(self, event: Event) -> MissionProgress:
+        """Fold one journal event of this mission in (in place) and return self."""
+        data, name = event.data, event.name
+        if name == "MissionAccepted":
+            self.title, self.phase = data["title"], "ACCEPTED"
+            self.planned = sum(task.get("replicas", 1) for task in data.get("tasks") or ())
+        elif name == "PhaseStarted":
+            self.phase = str(data["phase"])
+        elif name == "TaskAssigned":
+            self.assigned += 1
+        elif name == "TaskQueued":
+            self.queued += 1
+        elif name == "TaskResultRecorded" and not data.get("stale"):
+            tally = self.done if data["succeeded"] else self.failed
+            tally[data["agent_id"]] = tally.get(data["agent_id"], 0) + 1
+            self.tokens += data.get("tokens") or 0
+        elif name == "VoteRecorded":
+            self.votes += 1
+        elif name == "ConsensusReached":
+            self.consensus = f"reached on {data['candidate_id']} in {data['consensus_ms']} ms"
+        elif name == "ConsensusTimedOut":
+            self.consensus = f"timed out with {data['votes']}/{data['voters']} votes"
+        elif name in TERMINAL:
+            self.phase, self.result = {"MissionCompleted": "COMPLETED"}.get(name, "FAILED"), event
+            self.tokens = data.get("tokens_used", self.tokens) or self.tokens
+        return self
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the mission ended and succeeded."""
+        return self.result is not None and self.result.name == "MissionCompleted" and bool(self.result.data["success"])
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready snapshot of the progress."""
+        return {"mission_id": self.mission_id, "title": self.title, "phase": self.phase, "planned": self.planned,
+                "assigned": self.assigned, "queued": self.queued, "done": dict(self.done),
+                "failed": dict(self.failed), "tokens": self.tokens, "votes": self.votes, "consensus": self.consensus}
+
+
 class MissionClient:
     """Submits MissionSubmitted events and reads a mission's decisions from its region's journal partition."""
 
@@ -40,13 +243,40 @@ class MissionClient:
         """The region that runs the mission: the one it names, else the coordinators' placement."""
         return region or owner(mission_id, self._settings.region_names)
 
-    async def submit(self, mission: Mapping[str, Any]) -> str:
+    def validate(self, mission: Mapping[str, Any] | Mission) -> Event:
+        """The MissionSubmitted event this client would produce, or MissionInvalid naming the field; no I/O."""
+        return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission,
+                                producer=self._producer_name)
+
+    @staticmethod
+    def validate_offline(mission: Mapping[str, Any] | Mission) -> Event:
+        """`validate` without a client (no settings needed): for checking files before connecting."""
+        return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission)
+
+    async def submit(self, mission: Mapping[str, Any] | Mission) -> str:
         """Produce a MissionSubmitted (validated against its schema first) and return the mission id."""
-        fields = {"mission_id": uuid.uuid4().hex[:12], "region": None, "submitted_by": self._producer_name} | dict(mission)
-        event = stamp("MissionSubmitted", producer=self._producer_name, correlation_id=fields["mission_id"], **fields)
+        event = self.validate(mission)
         async with EventProducer(self._settings, client_id="swarmlog-client") as producer:
-            await producer.send(MISSIONS, event, key=fields["mission_id"])
-        return fields["mission_id"]
+            await producer.send(MISSIONS, event, key=event.data["mission_id"])
+        return event.data["mission_id"]
+
+    async def locate(self, mission_id: str) -> str:
+        """The region whose journal holds the mission (a mission may name any region); its placement if none does yet."""
+        for region in self._settings.region_names:
+            tp = TopicPartition(JOURNAL, self._settings.region_names.index(region))
+            consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
+            await consumer.start()
+            try:
+                consumer.assign([tp])
+                await consumer.seek_to_beginning(tp)
+                async for record in records_to_end(consumer, tp):
+                    if mission_id.encode() in record.value:  # cheap pre-check before decoding
+                        event = self._codec.decode_record(record.value, tp.topic, tp.partition, record.offset)
+                        if event.data.get("mission_id") == mission_id:
+                            return region
+            finally:
+                await consumer.stop()
+        return self.region_of(mission_id)
 
     async def follow(self, mission_id: str, region: str | None = None) -> AsyncIterator[Event]:
         """The mission's journal events from the start, live, ending with its terminal event."""
@@ -76,3 +306,40 @@ class MissionClient:
         except TimeoutError:
             pass
         raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s; `swarmlog watch` follows it")
+
+
+class SyncMissionClient:
+    """MissionClient for code without an event loop: each call runs to completion on a private loop."""
+
+    def __init__(self, settings: Settings, *, client_name: str = "python") -> None:
+        self._client = MissionClient(settings, client_name=client_name)
+
+    def submit(self, mission: Mapping[str, Any] | Mission) -> str:
+        """Produce the mission and return its id."""
+        return asyncio.run(self._client.submit(mission))
+
+    def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:
+        """The mission's terminal event, or MissionTimeout."""
+        return asyncio.run(self._client.wait(mission_id, region, timeout_s))
+
+    def events(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> list[Event]:
+        """Every journal event of the mission up to its end, or MissionTimeout."""
+        async def collect() -> list[Event]:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    return [event async for event in self._client.follow(mission_id, region)]
+            except TimeoutError:
+                raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s") from None
+        return asyncio.run(collect())
+
+    def run(self, mission: Mapping[str, Any] | Mission, timeout_s: float = 300.0) -> Event:
+        """Submit and wait: the terminal event."""
+        return self.wait(self.submit(mission), timeout_s=timeout_s)
+
+
+def progress_of(mission_id: str, events: Iterable[Event]) -> MissionProgress:
+    """The progress folded over a mission's journal events."""
+    progress = MissionProgress(mission_id)
+    for event in events:
+        progress.apply(event)
+    return progress

@@ -33,9 +33,9 @@ class Brain(Protocol):
         """Release the model; safe to call twice."""
 
 
-def open_brain(kind: str, model: str | None = None, gpu: int | None = None) -> Brain:
-    """The brain of that kind; ConfigError naming the kinds when it is unknown."""
+def open_brain(kind: str, model: str | None = None, gpu: int | None = None, seed: int = 0) -> Brain:
+    """The brain of that kind, sampling with `seed`; ConfigError naming the kinds when it is unknown."""
     if kind not in BRAINS:
         raise ConfigError(f"unknown brain {kind!r}; use one of {', '.join(BRAINS)}")
     module = importlib.import_module(f"swarmlog.actors.brains.{kind}")
-    return module.open(model, gpu)
+    return module.open(model, gpu, seed)

@@ -27,7 +27,7 @@ def default_model() -> Path:
 class LlamaCppBrain:
     """One llama.cpp model in this process; calls are serialised and run in a worker thread."""
 
-    def __init__(self, model_path: Path, n_gpu_layers: int = 0) -> None:
+    def __init__(self, model_path: Path, n_gpu_layers: int = 0, seed: int = 0) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -35,8 +35,9 @@ class LlamaCppBrain:
         if not model_path.is_file():
             raise ConfigError(f"no GGUF model at {model_path}; pass --model PATH")
         self.model = model_path.name
-        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=N_THREADS, n_gpu_layers=n_gpu_layers, seed=0,
+        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=N_THREADS, n_gpu_layers=n_gpu_layers, seed=seed,
                             verbose=False)
+        self._seed = seed
         self._lock = threading.Lock()
 
     async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
@@ -48,7 +49,7 @@ class LlamaCppBrain:
             reply = self._llama.create_chat_completion(
                 messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
                 response_format={"type": "json_object", "schema": json_schema},
-                max_tokens=max_tokens, temperature=0.2, seed=0,
+                max_tokens=max_tokens, temperature=0.2, seed=self._seed,
             )
         usage = reply["usage"]
         return Generation(reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"],
@@ -59,6 +60,6 @@ class LlamaCppBrain:
         self._llama.close()
 
 
-def open(model: str | None, gpu: int | None) -> LlamaCppBrain:
+def open(model: str | None, gpu: int | None, seed: int = 0) -> LlamaCppBrain:
     """The llama.cpp brain on `model` (a GGUF path) or the shipped SmolLM2; all layers on the GPU when one is given."""
-    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1)
+    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1, seed=seed)

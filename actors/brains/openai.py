@@ -19,8 +19,9 @@ TIMEOUT_S = 120
 class OpenAIBrain:
     """Chat completions over HTTP (stdlib urllib, in a worker thread) at base_url."""
 
-    def __init__(self, model: str, base_url: str, api_key: str | None = None) -> None:
+    def __init__(self, model: str, base_url: str, api_key: str | None = None, seed: int = 0) -> None:
         self.model = model
+        self._seed = seed
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
 
@@ -31,6 +32,7 @@ class OpenAIBrain:
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens,
             "temperature": 0.2,
+            "seed": self._seed,
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": "action", "schema": dict(json_schema), "strict": True}},
         }
@@ -51,7 +53,7 @@ class OpenAIBrain:
         """Nothing held between calls."""
 
 
-def open(model: str | None, gpu: int | None) -> OpenAIBrain:
+def open(model: str | None, gpu: int | None, seed: int = 0) -> OpenAIBrain:
     """The server at $OPENAI_BASE_URL (default http://localhost:8000/v1) serving `model` ($OPENAI_API_KEY if set)."""
     return OpenAIBrain(model or "default", os.environ.get("OPENAI_BASE_URL", "http://localhost:8000/v1"),
-                       os.environ.get("OPENAI_API_KEY"))
+                       os.environ.get("OPENAI_API_KEY"), seed)

@@ -47,8 +47,8 @@ def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
             for name, prop in properties.items()}
 
 
-def open(model: str | None, gpu: int | None) -> ScriptedBrain:
-    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed"}, or answering at once."""
+def open(model: str | None, gpu: int | None, seed: int = 0) -> ScriptedBrain:
+    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed"} (seed defaults to `seed`)."""
     if model is None:
-        return ScriptedBrain()
-    return ScriptedBrain(**json.loads(Path(model).read_text()), model=Path(model).name)
+        return ScriptedBrain(seed=seed)
+    return ScriptedBrain(**({"seed": seed} | json.loads(Path(model).read_text())), model=Path(model).name)

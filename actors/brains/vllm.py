@@ -14,7 +14,7 @@ from swarmlog.errors import ConfigError
 class VllmBrain:
     """Generates through an in-process AsyncLLMEngine; requests are batched by the engine, not serialised."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, seed: int = 0) -> None:
         try:
             from vllm import AsyncEngineArgs, AsyncLLMEngine, SamplingParams
             from vllm.sampling_params import StructuredOutputsParams
@@ -22,7 +22,7 @@ class VllmBrain:
             raise ConfigError(f"the vllm brain needs vLLM: pip install 'swarmlog[vllm]' ({exc})") from exc
         self.model = model
         self._params = lambda schema, max_tokens: SamplingParams(
-            max_tokens=max_tokens, temperature=0.2, structured_outputs=StructuredOutputsParams(json=json.dumps(schema)))
+            max_tokens=max_tokens, temperature=0.2, seed=seed, structured_outputs=StructuredOutputsParams(json=json.dumps(schema)))
         self._engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(model=model))
         self._ids = itertools.count()
 
@@ -40,8 +40,8 @@ class VllmBrain:
         self._engine.shutdown()
 
 
-def open(model: str | None, gpu: int | None) -> VllmBrain:
+def open(model: str | None, gpu: int | None, seed: int = 0) -> VllmBrain:
     """vLLM on `model` (a Hugging Face id or a local folder); the GPU is chosen with CUDA_VISIBLE_DEVICES."""
     if not model:
         raise ConfigError("the vllm brain needs --model (a Hugging Face id or a local model folder)")
-    return VllmBrain(model)
+    return VllmBrain(model, seed)

@@ -23,7 +23,7 @@ const TABLE = Array.from({ length: 256 }, (_, i) => {
 });
 
 /** The 8 little-endian bytes of the CRC-64-AVRO fingerprint of a type's Parsing Canonical Form. */
-export function fingerprint(type) {
+function fingerprint(type) {
   let fp = EMPTY;
   for (const byte of Buffer.from(JSON.stringify(type.schema()), 'utf8')) {
     fp = (fp >> 8n) ^ TABLE[Number((fp ^ BigInt(byte)) & 0xffn)];
@@ -71,7 +71,7 @@ async function main() {
   // Envelope first; avsc's clone() fills in every field the mission leaves out with its schema default.
   const mission = type.clone({ event_id: randomUUID().replaceAll('-', ''), occurred_at: Date.now(),
                                correlation_id: fields.mission_id, causation_id: null, producer: 'client:node',
-                               submitted_by: 'client:node', ...fields }, { wrapUnions: false });
+                               submitted_by: 'client:node', ...fields });
   const value = Buffer.concat([Buffer.from([0xc3, 0x01]), fingerprint(type), type.toBuffer(mission)]);
 
   const kafka = new Kafka({ clientId: 'swarmlog-produce-mission-node', brokers: values.bootstrap.split(','),

@@ -1,0 +1,40 @@
+"""Build a mission with the typed builder, submit it and wait for its result (needs a running swarm).
+
+    SWARMLOG_BOOTSTRAP=localhost:9092 python examples/builder.py
+"""
+
+from __future__ import annotations
+
+from swarmlog.client import Consensus, FinalAction, Mission, SyncMissionClient, Task
+from swarmlog.settings import Settings
+
+
+def code_review_mission() -> Mission:
+    """generate → (review ∥ test ×2) → consensus → ship/hold."""
+    return Mission(
+        title="Write, review and test a parse_duration() helper",
+        tasks=(
+            Task("generate", "Write a Python function parse_duration('1h30m') -> seconds.", capabilities=("coding",)),
+            Task("review", "Review the code you are given; list one concrete improvement.",
+                 capabilities=("review",), depends_on=("generate",)),
+            Task("test", "Write pytest tests for the code you are given.", capabilities=("testing",),
+                 depends_on=("generate",), replicas=2),
+        ),
+        consensus=Consensus(strategy="MAJORITY", window_s=30, quorum=0.5),
+        final_action=FinalAction("Decide whether to ship the function; answer ship or hold with a reason."),
+        token_budget=200_000,
+        deadline_s=600,
+    )
+
+
+def main() -> None:
+    """Submit the mission and print how it ended."""
+    client = SyncMissionClient(Settings.from_env(), client_name="example")
+    mission_id = client.submit(code_review_mission())
+    print(f"submitted {mission_id}; `swarmlog watch {mission_id}` shows it live")
+    result = client.wait(mission_id, timeout_s=600)
+    print(result.name, {key: result.data[key] for key in ("success", "tasks_completed", "tokens_used") if key in result.data})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Every replayable component: its source topics, initial state, the live process's own `evolve`, and a JSON view."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from swarmlog.actors import domain as agent
+from swarmlog.coordinator import Config, State, evolve as coordinator_evolve, initial as coordinator_initial
+from swarmlog.schemas.events import Event, to_millis
+from swarmlog.streams import budgets, registry, waitgraph
+
+JOURNAL = "swarm.coordinator.journal"
+KeyKind = Literal["region", "agent", "mission"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """A fold the replay can run: `start(key, regions)` is its initial state, `evolve` the very live function."""
+
+    name: str
+    doc: str
+    topics: tuple[str, ...]
+    start: Callable[[str, tuple[str, ...]], Any]
+    evolve: Callable[[Any, Event], Any]
+    key: KeyKind | None = None
+    table: str | None = None
+    """The Faust table that holds it live, if any."""
+    from_table: Callable[[Mapping[str, Any]], Any] | None = None
+    """The state that table's values (by table key) make up: the live side of a diff."""
+
+    def partitions(self, key: str | None, regions: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The source partitions (None: all): a region's coordinator reads its own journal partition only."""
+        return (regions.index(key or regions[0]),) if self.key == "region" else None
+
+    def resolve(self, key: str | None, regions: tuple[str, ...]) -> str:
+        """The instance `key` names (region-0 for an unnamed region); ValueError when a required key is missing."""
+        if self.key == "region":
+            region = key or regions[0]
+            if region not in regions:
+                raise ValueError(f"unknown region {region!r}; the regions are {', '.join(regions)}")
+            return region
+        if self.key is not None and not key:
+            raise ValueError(f"{self.name} needs --key <{self.key} id>")
+        return key or ""
+
+    def view(self, state: Any, key: str | None = None) -> dict[str, Any]:
+        """The state as flat JSON entries (`agents/<id>`, `queue`, …), narrowed to `key` where it is a filter."""
+        if self.key == "mission":
+            return _mission_view(state, key or "")
+        entries = flat(state)
+        if self.key is None and key:
+            return {name: value for name, value in entries.items() if name.rsplit("/", 1)[-1] == key}
+        return entries
+
+
+def _coordinator(region: str, regions: tuple[str, ...]) -> State:
+    return coordinator_initial(Config(region, regions))
+
+
+def _swarm(_: str, regions: tuple[str, ...]) -> State:
+    """Every region's journal in one state: regions share no mission and no agent, so their folds do not meet."""
+    return coordinator_initial(Config(regions[0], regions))
+
+
+def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
+    mission = state.missions.get(mission_id)
+    if mission is None:
+        return {}
+    agents = {f"agents/{agent_id}": jsonable(state.agents[agent_id])
+              for agent_id in sorted(mission.agents) if agent_id in state.agents}
+    return {"mission": jsonable(mission), **agents}
+
+
+COMPONENTS: dict[str, Component] = {component.name: component for component in (
+    Component("coordinator", "one region's coordinator: the fold of its journal partition", (JOURNAL,),
+              _coordinator, coordinator_evolve, key="region"),
+    Component("mission", "one mission as the coordinators see it (the whole journal)", (JOURNAL,),
+              _swarm, coordinator_evolve, key="mission"),
+    Component("registry", "the agent registry and liveness (Faust table `registry`)",
+              ("swarm.agents.registry", "swarm.agents.heartbeats"), lambda *_: registry.INITIAL, registry.evolve,
+              table="registry", from_table=lambda table: registry.Registry(dict(table))),
+    Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
+              ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
+              table="waitgraph", from_table=lambda table: table.get("graph") or waitgraph.INITIAL),
+    Component("budgets", "token usage per agent per window (Faust table `budgets`)",
+              ("swarm.usage", "swarm.control"), lambda *_: budgets.INITIAL, budgets.evolve,
+              table="budgets", from_table=lambda table: budgets.Budgets(dict(table))),
+    Component("agent", "one agent's task state (its rocksdict checkpoint)",
+              ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
+              lambda agent_id, _: agent.initial(agent_id), agent.evolve, key="agent"),
+)}
+
+
+def component(name: str) -> Component:
+    """The component called `name`; ValueError listing the known ones."""
+    try:
+        return COMPONENTS[name]
+    except KeyError:
+        raise ValueError(f"unknown component {name!r}; known: {', '.join(COMPONENTS)}") from None
+
+
+def flat(state: Any) -> dict[str, Any]:
+    """A dataclass state's fields as JSON entries; a mapping field becomes one entry per key (`field/key`)."""
+    entries: dict[str, Any] = {}
+    for field in dataclasses.fields(state):
+        value = getattr(state, field.name)
+        if isinstance(value, Mapping):
+            entries.update({f"{field.name}/{_name(key)}": jsonable(item) for key, item in value.items()})
+        else:
+            entries[field.name] = jsonable(value)
+    return dict(sorted(entries.items()))
+
+
+def jsonable(value: Any) -> Any:
+    """A stable JSON-able form: dataclasses as objects, sets sorted, tuple keys joined with `/`, times in ms."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {_name(key): jsonable(item) for key, item in sorted(value.items(), key=lambda kv: _name(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(item) for item in value), key=canonical)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, datetime):
+        return to_millis(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def canonical(value: Any) -> str:
+    """The canonical JSON text of a JSON-able value (sorted keys, no spaces): what determinism compares."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _name(key: Any) -> str:
+    """A mapping key as an entry name."""
+    return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)

@@ -1,0 +1,225 @@
+"""`swarmlog status`: agents by region and status, queue depth per region, and the coordinators' consumer lag.
+
+Everything is read from the log: the registry and recent heartbeats folded with the stream processors' registry
+fold, each region's journal partition folded with the coordinator's own `evolve` (through its recovery), and the
+coordinator groups' committed offsets against the input topics' ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+from typing import Annotated, Any
+
+import typer
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+from rich.table import Table
+
+from swarmlog.commands.common import one_line_errors, out, print_json
+from swarmlog.coordinator import Config, initial
+from swarmlog.coordinator.shell.recovery import JOURNAL, reader, recover, records_to_end
+from swarmlog.coordinator.shell.service import INPUT_TOPICS
+from swarmlog.envelope import now_ms
+from swarmlog.errors import ConfigError, DecodeError, ServiceError
+from swarmlog.kafka.producer import idempotence_supported
+from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings, require_reachable
+from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, evolve_agent
+from swarmlog.topics import spec_for
+
+REGISTRY = "swarm.agents.registry"
+HEARTBEATS = "swarm.agents.heartbeats"
+HEARTBEAT_WINDOW_MS = 300_000  # heartbeats older than this are not read; the registry still lists the agent
+READ_TIMEOUT_S = 60.0
+
+BootstrapOption = Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
+
+
+def connected(bootstrap: str | None) -> Settings:
+    """Settings with a reachable broker, or a ConfigError saying how to get one."""
+    settings = Settings.from_env(bootstrap=bootstrap)
+    if not settings.bootstrap:
+        raise ConfigError("no broker: pass --bootstrap or set SWARMLOG_BOOTSTRAP (e.g. localhost:9092)")
+    try:
+        require_reachable(settings.bootstrap)
+    except ConfigError as exc:
+        raise ServiceError(str(exc)) from None
+    return settings
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentRow:
+    """One agent as `swarmlog agents` shows it."""
+
+    agent_id: str
+    region: str
+    slot: int
+    capabilities: list[str]
+    model: str
+    status: str
+    heartbeat_age_s: float | None
+
+
+def agent_status(view: AgentView, now: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> str:
+    """DEAD or DEREGISTERED from the registry, SILENT when alive but unheard for the liveness timeout, else its own."""
+    if not view.alive:
+        return view.liveness.upper()
+    return "SILENT" if now - view.last_heartbeat_ms > timeout_ms else view.status
+
+
+async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) -> list[AgentRow]:
+    """Every agent of the registry with its latest heartbeat (within `window_ms`), by the registry's fold."""
+    now = now_ms()
+    events = await read_topic(settings, REGISTRY) + await read_topic(settings, HEARTBEATS, since_ms=now - window_ms)
+    views: dict[str, AgentView] = {}
+    for event in sorted(events, key=lambda e: (e.occurred_at_ms, e.name != "AgentRegistered")):
+        agent_id = event.data.get("agent_id")
+        view = evolve_agent(views.get(agent_id), event)
+        if view is not None:
+            views[agent_id] = view
+    return [AgentRow(v.agent_id, v.region, v.slot, sorted(v.capabilities), v.model, agent_status(v, now),
+                     round((now - v.last_heartbeat_ms) / 1000, 1)) for v in sorted(views.values(),
+                                                                                   key=lambda v: (v.region, v.agent_id))]
+
+
+async def read_topic(settings: Settings, topic: str, since_ms: int | None = None) -> list[Event]:
+    """A topic's events from every partition (from `since_ms` when given) up to its current end; bad records skipped."""
+    codec = codec_for(settings.schema_registry_url)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status",
+                                enable_auto_commit=False, auto_offset_reset="earliest")
+    await _start(consumer, settings)
+    events: list[Event] = []
+    try:
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            partitions = [TopicPartition(topic, p) for p in range(spec_for(settings, topic).partitions)]
+            consumer.assign(partitions)
+            await consumer.seek_to_beginning(*partitions)
+            if since_ms is not None:
+                await _seek_to_time(consumer, partitions, since_ms)
+            for tp in partitions:
+                async for record in records_to_end(consumer, tp):
+                    try:
+                        events.append(codec.decode_record(record.value or b"", tp.topic, tp.partition, record.offset))
+                    except DecodeError:
+                        continue  # the dead-letter topic is where consumers report these; status only skips them
+    except TimeoutError:
+        raise ServiceError(f"reading {topic} took over {READ_TIMEOUT_S:.0f} s; is the broker healthy?") from None
+    finally:
+        await consumer.stop()
+    return events
+
+
+async def _seek_to_time(consumer: AIOKafkaConsumer, partitions: list[TopicPartition], since_ms: int) -> None:
+    """Seek each partition to its first record at or after `since_ms`; to its end when there is none."""
+    try:
+        found = await consumer.offsets_for_times({tp: since_ms for tp in partitions})
+    except KafkaError:
+        return  # a broker without ListOffsets by time: read from the beginning instead
+    ends = await consumer.end_offsets(partitions)
+    for tp in partitions:
+        at = found.get(tp)
+        consumer.seek(tp, at.offset if at is not None else ends[tp])
+
+
+async def _start(client: Any, settings: Settings) -> None:
+    """Start an aiokafka client, or a ServiceError saying the broker does not answer."""
+    try:
+        await client.start()
+    except KafkaError as exc:
+        await client.stop() if hasattr(client, "stop") else await client.close()
+        raise ServiceError(f"cannot reach the broker at {settings.bootstrap}: {exc}; is it up?") from exc
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionRow:
+    """One region as the fold of its journal partition shows it, with its coordinator group's lag."""
+
+    region: str
+    journal_events: int
+    queue_depth: int
+    active_missions: int
+    enlisted_agents: int
+    lag: int | None
+
+
+async def read_region(settings: Settings, region: str) -> RegionRow:
+    """The region's journal partition folded with the coordinator's `evolve`, and its consumer lag."""
+    partition = settings.region_names.index(region)
+    consumer = reader(settings, "swarmlog-status", idempotence_supported(settings))
+    await _start(consumer, settings)
+    try:
+        folded = await recover(consumer, codec_for(settings.schema_registry_url), partition,
+                               initial(Config(region, settings.region_names)), None, READ_TIMEOUT_S)
+    finally:
+        await consumer.stop()
+    state = folded.state
+    return RegionRow(region, folded.offset + 1 if folded.last else 0, len(state.queue),
+                     sum(1 for mission in state.missions.values() if mission.active),
+                     sum(1 for agent in state.agents.values() if agent.alive), await group_lag(settings, region))
+
+
+async def group_lag(settings: Settings, region: str) -> int | None:
+    """Records on the coordinator's input topics not yet committed by its group; None when it never committed."""
+    group = f"swarmlog-coordinator-{region}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status")
+    await _start(admin, settings)
+    try:
+        committed = await admin.list_consumer_group_offsets(group)
+    except KafkaError:
+        return None
+    finally:
+        await admin.close()
+    committed = {tp: meta.offset for tp, meta in committed.items() if tp.topic in INPUT_TOPICS and meta.offset >= 0}
+    if not committed:
+        return None
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status")
+    await _start(consumer, settings)
+    try:
+        ends = await consumer.end_offsets(list(committed))
+    finally:
+        await consumer.stop()
+    return sum(max(0, ends[tp] - offset) for tp, offset in committed.items())
+
+
+async def gather_status(settings: Settings) -> tuple[list[AgentRow], list[RegionRow]]:
+    """The agents and every region, read concurrently."""
+    agents, *regions = await asyncio.gather(read_agents(settings),
+                                            *(read_region(settings, region) for region in settings.region_names))
+    return agents, list(regions)
+
+
+def status_document(agents: list[AgentRow], regions: list[RegionRow]) -> dict[str, Any]:
+    """The JSON shape of `swarmlog status`."""
+    by_region: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for agent in agents:
+        by_region[agent.region][agent.status] += 1
+    return {"agents": {region: dict(counts) for region, counts in sorted(by_region.items())},
+            "regions": {row.region: {k: v for k, v in dataclasses.asdict(row).items() if k != "region"}
+                        for row in regions}}
+
+
+@one_line_errors
+def status(bootstrap: BootstrapOption = None, as_json: JsonOption = False) -> None:
+    """Agents by region and status, queue depth and active missions per region, coordinator consumer lag."""
+    settings = connected(bootstrap)
+    agents, regions = asyncio.run(gather_status(settings))
+    document = status_document(agents, regions)
+    if as_json:
+        print_json(document)
+        return
+    statuses = sorted({name for counts in document["agents"].values() for name in counts})
+    table = Table("region", *statuses, title=f"agents on {settings.bootstrap}")
+    for region, counts in document["agents"].items():
+        table.add_row(region, *(str(counts.get(name, 0)) for name in statuses))
+    out.print(table if document["agents"] else "no agents have registered yet")
+    table = Table("region", "journal events", "queue depth", "active missions", "enlisted agents", "consumer lag",
+                  title="coordinators")
+    for row in regions:
+        table.add_row(row.region, str(row.journal_events), str(row.queue_depth), str(row.active_missions),
+                      str(row.enlisted_agents), "-" if row.lag is None else str(row.lag))
+    out.print(table)

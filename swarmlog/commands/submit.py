@@ -1,0 +1,44 @@
+"""`swarmlog submit FILE`: validate a YAML/JSON mission against the MissionSubmitted schema, produce it, print its id."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from swarmlog.client import MissionClient, MissionInvalid, load_mission
+from swarmlog.commands.common import EXIT_USAGE, err, one_line_errors, out, print_json
+from swarmlog.commands.status import BootstrapOption, JsonOption, connected
+from swarmlog.commands.watch import watch_mission
+
+
+@one_line_errors
+def submit(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A mission as .yaml/.yml or .json (see examples/).")],
+    wait: Annotated[bool, typer.Option("--wait", help="Follow the mission to its end, like `swarmlog watch`.")] = False,
+    region: Annotated[str | None, typer.Option(help="Run it in this region (overrides the file's `region`).")] = None,
+    timeout_s: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 600.0,
+    bootstrap: BootstrapOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check the mission first (a bad file is one line naming the field, exit 2), then produce it and print its id."""
+    try:
+        mission = load_mission(file)
+        if region is not None:
+            mission["region"] = region
+        event = MissionClient.validate_offline(mission)
+    except MissionInvalid as exc:
+        err.print(f"[red]error:[/red] {file}: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    client_settings = connected(bootstrap)
+    client = MissionClient(client_settings, client_name="cli")
+    mission_id = asyncio.run(client.submit(dict(mission) | {"mission_id": event.data["mission_id"]}))
+    mission_region = client.region_of(mission_id, mission.get("region"))
+    if as_json and not wait:
+        print_json({"mission_id": mission_id, "region": mission_region})
+    elif not as_json:
+        out.print(mission_id, highlight=False)
+    if wait:
+        watch_mission(client, mission_id, mission_region, timeout_s, as_json)

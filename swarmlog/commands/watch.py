@@ -1,0 +1,111 @@
+"""`swarmlog watch MISSION_ID`: a live view of a mission (phase, tasks per agent, consensus, tokens) to its result."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from swarmlog.client import MissionClient, MissionProgress, MissionTimeout
+from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
+from swarmlog.commands.status import BootstrapOption, JsonOption, connected
+from swarmlog.schemas.events import Event
+
+RESULT_FIELDS = ("success", "reason", "latency_ms", "agent_count", "tasks_completed", "tasks_failed",
+                 "malformed_count", "consensus_ms", "tokens_used", "outputs")
+
+
+@one_line_errors
+def watch(
+    mission_id: Annotated[str, typer.Argument(metavar="MISSION_ID", help="The id `swarmlog submit` printed.")],
+    region: Annotated[str | None, typer.Option(help="The mission's region (default: found in the journal).")] = None,
+    timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds (exit 1).")] = 600.0,
+    bootstrap: BootstrapOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines: one per journal event, then the result.")] = False,
+) -> None:
+    """Follow a mission's journal live until it ends; exit 0 only when it completed successfully."""
+    client = MissionClient(connected(bootstrap), client_name="cli")
+    watch_mission(client, mission_id, region, timeout_s, as_json)
+
+
+def watch_mission(client: MissionClient, mission_id: str, region: str | None, timeout_s: float, as_json: bool) -> None:
+    """Show the mission's progress until it ends, print its result, exit 1 unless it succeeded."""
+    progress = MissionProgress(mission_id)
+    if as_json:
+        asyncio.run(follow(client, progress, region, timeout_s, lambda event: print_json(progress_line(event, progress))))
+    else:
+        with Live(render(progress), console=out, refresh_per_second=8, transient=True) as live:
+            asyncio.run(follow(client, progress, region, timeout_s, lambda _: live.update(render(progress))))
+        out.print(render(progress))
+    if as_json:
+        print_json(result_document(progress))
+    if not progress.succeeded:
+        raise typer.Exit(EXIT_FAILED)
+
+
+async def follow(client: MissionClient, progress: MissionProgress, region: str | None, timeout_s: float,
+                 shown: Callable[[Event], Any]) -> MissionProgress:
+    """Fold the mission's journal events into `progress`, calling `shown` after each, until its terminal event."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            region = region or await client.locate(progress.mission_id)
+            async for event in client.follow(progress.mission_id, region):
+                progress.apply(event)
+                shown(event)
+    except TimeoutError:
+        raise MissionTimeout(f"mission {progress.mission_id} did not end within {timeout_s:.0f} s (phase "
+                             f"{progress.phase}); run `swarmlog watch {progress.mission_id}` again or check "
+                             "`swarmlog status`") from None
+    return progress
+
+
+def progress_line(event: Event, progress: MissionProgress) -> dict[str, Any]:
+    """One JSON line of --json: the journal event's name and time, and the progress after it."""
+    return {"type": "progress", "event": event.name, "occurred_at_ms": event.occurred_at_ms} | progress.summary()
+
+
+def result_document(progress: MissionProgress) -> dict[str, Any]:
+    """The final JSON line: the terminal event's fields."""
+    result = progress.result
+    assert result is not None, "follow returns only after the terminal event"
+    return {"type": "result", "mission_id": progress.mission_id, "mission": result.name,
+            "success": progress.succeeded} | {name: result.data.get(name) for name in RESULT_FIELDS if name in result.data}
+
+
+def render(progress: MissionProgress) -> Group:
+    """The live view: header, a bar of finished replicas, tasks per agent, consensus and tokens; the result at the end."""
+    finished = sum(progress.done.values()) + sum(progress.failed.values())
+    header = Table.grid(padding=(0, 2))
+    header.add_row(Text(f"mission {progress.mission_id}", style="bold"), Text(progress.title))
+    header.add_row("phase", Text(progress.phase, style=_phase_style(progress)))
+    header.add_row("tasks", Group(ProgressBar(total=max(progress.planned, finished, 1), completed=finished, width=30),
+                                  Text(f"{finished}/{progress.planned} done or failed, {progress.assigned} assigned, "
+                                       f"{progress.queued} queued")))
+    header.add_row("consensus", progress.consensus or (f"{progress.votes} votes" if progress.votes else "-"))
+    header.add_row("tokens", str(progress.tokens))
+    agents = Table("agent", "done", "failed", title="tasks per agent", title_justify="left")
+    for agent in sorted(set(progress.done) | set(progress.failed)):
+        agents.add_row(agent, str(progress.done.get(agent, 0)), str(progress.failed.get(agent, 0)))
+    parts: list[Any] = [header, agents]
+    if progress.result is not None:
+        data = progress.result.data
+        lines = [f"{name}: {data[name]}" for name in RESULT_FIELDS if name in data and name != "outputs"]
+        lines += [f"output {index}: {output}" for index, output in enumerate(data.get("outputs") or [])]
+        parts.append(Panel(Text("\n".join(lines)), title=f"{progress.result.name}",
+                           border_style="green" if progress.succeeded else "red"))
+    return Group(*parts)
+
+
+def _phase_style(progress: MissionProgress) -> str:
+    """Green when it completed, red when it failed, yellow while it runs."""
+    if progress.result is None:
+        return "yellow"
+    return "green" if progress.succeeded else "red"

@@ -1,0 +1,110 @@
+"""`swarmlog replay` on Apache Kafka after a live run of the coordinator shell with scripted agents."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from typer.testing import CliRunner, Result
+
+from swarmlog.cli import app
+from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.services import Broker
+from swarmlog.settings import Settings
+
+from replay_scenarios import Swarm  # noqa: F401  (puts tests/ on the path for the shell's live helpers)
+from coordinator.harness import task  # noqa: E402
+from coordinator.live import ScriptedAgent, eventually, journal, named, submit  # noqa: E402
+
+pytestmark = pytest.mark.kafka_only
+REGION = "region-0"
+
+
+@pytest.fixture
+async def settings(broker: Broker) -> Settings:
+    """Settings for the session's broker, its topics ensured."""
+    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
+    await ensure_topics(configured)
+    return configured
+
+
+async def replay(settings: Settings, *args: str) -> Result:
+    """`swarmlog replay ARGS --json` against the test's broker (in a thread: it runs its own event loop)."""
+    env = {"SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+    return await asyncio.to_thread(CliRunner().invoke, app, ["replay", *args, "--json"], env=env)
+
+
+@pytest.fixture
+async def live_run(settings: Settings, tmp_path: Path) -> tuple[str, str, Path]:
+    """A two-task mission run to completion by the coordinator shell and two scripted agents; (mission, agent, dir)."""
+    mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"replay-{uuid.uuid4().hex[:8]}"
+    agents = [ScriptedAgent(settings, f"{capability}-{i}", 40 + i, REGION, [capability, "decision_making"])
+              for i in range(2)]
+    running = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        async with CoordinatorService(settings, REGION, data_dir=tmp_path):
+            await submit(settings, mission_id, REGION, [task("a", capability), task("b", capability)])
+            await eventually(lambda: _completed(settings, mission_id))
+    finally:
+        for each in running:
+            each.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    return mission_id, agents[0].agent_id, tmp_path
+
+
+async def _completed(settings: Settings, mission_id: str) -> bool:
+    return bool(named(await journal(settings, REGION, mission_id), "MissionCompleted"))
+
+
+async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_mission(
+        settings: Settings, live_run: tuple[str, str, Path]):
+    mission_id, agent_id, data_dir = live_run
+    verified = await replay(settings, "verify", "coordinator", "--key", REGION)
+    assert verified.exit_code == 0, verified.output
+    assert json.loads(verified.output)["checks"][0]["deterministic"] is True
+    compared = await replay(settings, "diff", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
+    assert compared.exit_code == 0, compared.output
+    shown = json.loads((await replay(settings, "timeline", mission_id)).output)
+    names = [step["name"] for step in shown["steps"]]
+    assert names[0] == "MissionSubmitted" and names[-1] == "MissionCompleted" and names.count("TaskCompleted") == 2
+    state = json.loads((await replay(settings, "state", "mission", "--key", mission_id)).output)
+    assert state["state"]["mission"]["phase"] == "COMPLETED"
+
+
+async def test_a_corrupted_snapshot_makes_diff_fail_with_the_key_and_both_values(
+        settings: Settings, live_run: tuple[str, str, Path]):
+    mission_id, _, data_dir = live_run
+    saved = snapshots.load(data_dir / REGION)
+    mission = saved.state.missions[mission_id]
+    corrupted = dataclasses.replace(saved.state, missions={**saved.state.missions,
+                                                           mission_id: dataclasses.replace(mission, tokens=999)})
+    snapshots.save(data_dir / REGION, dataclasses.replace(saved, state=corrupted))
+    compared = await replay(settings, "diff", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
+    assert compared.exit_code == 1
+    [difference] = json.loads(compared.output)["differences"]
+    assert difference["key"] == f"missions/{mission_id}"
+    assert (difference["rebuilt"]["tokens"], difference["live"]["tokens"]) == (mission.tokens, 999)
+
+
+async def test_verify_reports_a_garbage_record_with_its_coordinates_and_replays_the_rest(
+        settings: Settings, live_run: tuple[str, str, Path]):
+    _, agent_id, _ = live_run
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        sent = await producer.send_and_wait("swarm.tasks.events", b"\xc3\x01garbage", partition=0)
+    finally:
+        await producer.stop()
+    verified = await replay(settings, "verify", "agent", "--key", agent_id)
+    assert verified.exit_code == 1
+    report = json.loads(verified.output)
+    assert {"topic": "swarm.tasks.events", "partition": 0, "offset": sent.offset} in [
+        {k: p[k] for k in ("topic", "partition", "offset")} for p in report["problems"]]
+    assert report["checks"][0]["events"] >= 2, "the records after and around the garbage were still folded"
