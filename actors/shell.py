@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import logging
 import signal
+import time
 import zlib
 from pathlib import Path
 
@@ -24,9 +25,11 @@ from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.metrics import Sensor, sensor_for
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
+from swarmlog.topics import catalog
 
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
@@ -58,8 +61,10 @@ class AgentConfig:
 class Agent:
     """One agent: its inbox partition paused while it thinks or is throttled, so heartbeats and control flow on."""
 
-    def __init__(self, config: AgentConfig, settings: Settings, brain: Brain) -> None:
+    def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
+        self._sensor = sensor or Sensor()
+        self._topic_of = {name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events}
         self._codec = codec_for(settings.schema_registry_url)
         self._inbox = TopicPartition(INBOX_TOPIC, config.slot)
         self._name = f"agent:{config.agent_id}"
@@ -83,8 +88,10 @@ class Agent:
                 await consumer.start()
                 self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings), store
                 tasks = await self._partitions(TASKS_TOPIC)
+                started = time.monotonic()
                 self._checkpoint = await recover(consumer, self._codec, self._config.agent_id, self._inbox, tasks,
                                                  store.load(self._config.agent_id))
+                self._sensor.on_recovered("agent", time.monotonic() - started)
                 store.save(self._checkpoint)
                 await self._serve(consumer, await self._partitions(CONTROL_TOPIC))
         finally:
@@ -105,7 +112,7 @@ class Agent:
         registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
                                  model=self._brain.model, brain=self._config.brain, node=self._config.node,
                                  gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
-        await self._outbox.write([registered])
+        await self._emit([registered])
         log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
         heartbeats = asyncio.create_task(self._heartbeat(registered.event_id))
         try:
@@ -113,9 +120,10 @@ class Agent:
                 batch = await consumer.getmany(timeout_ms=100, max_records=1)
                 for tp, records in batch.items():
                     for record in records:
+                        self._sensor.on_consumed(tp.topic)
                         await (self._control(record) if tp.topic == CONTROL_TOPIC else self._command(record))
             await self._drain()
-            await self._outbox.write([self._stamp("AgentDeregistered", reason="stopped")])
+            await self._emit([self._stamp("AgentDeregistered", reason="stopped")])
         finally:
             heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -125,11 +133,13 @@ class Agent:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
         event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
         if event is None:
+            self._decode_failed(record.topic)
             return self._save(record.offset + 1)
         decision = decide(Receive(event, now_ms()), self._checkpoint.state)
         if isinstance(decision, Rejected):
             await self._producer.send(DEAD_LETTER_TOPIC, dead_letter(record, RejectedCommand(decision.reason), self._name),
                                       key=record.topic)
+            self._sensor.on_produced(DEAD_LETTER_TOPIC)
             return self._save(record.offset + 1)
         await self._write(decision.events)
         if not decision.effects:
@@ -176,7 +186,7 @@ class Agent:
         """Budget events throttle and restore this agent; a drain request stops it."""
         event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
         if event is None:
-            return
+            return self._decode_failed(record.topic)
         if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
             self.stop()
         elif event.name in ("BudgetExceeded", "BudgetRestored") and event.data["agent_id"] == self._config.agent_id:
@@ -202,7 +212,7 @@ class Agent:
         start = loop.time()
         for sequence in itertools.count():
             run = self._run
-            await self._outbox.write([self._stamp(
+            await self._emit([self._stamp(
                 "AgentHeartbeat", registration_id=registration_id, sequence=sequence, status=self._status(),
                 in_flight_task=run.order.task_id if run else None, region=self._config.region, slot=self._config.slot)])
             await asyncio.sleep(max(0.0, start + (sequence + 1) * self._config.heartbeat_s - loop.time()))
@@ -228,11 +238,28 @@ class Agent:
 
     async def _write(self, events: tuple[Event, ...] | list[Event]) -> None:
         """Write events, then fold them into the state (the checkpoint is saved later, after the effects)."""
-        written = await self._outbox.write(events)
+        written = await self._emit(events)
         state = self._checkpoint.state
         for event in events:
             state = evolve(state, event)
         self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | written)
+
+    async def _emit(self, events: tuple[Event, ...] | list[Event]) -> dict[int, int]:
+        """Write events through the outbox and tell the sensor: topics, tokens, finished tasks."""
+        written = await self._outbox.write(events)
+        for event in events:
+            self._sensor.on_produced(self._topic_of[event.name])
+            if event.name == "TokensUsed":
+                self._sensor.on_tokens(self._config.agent_id, "prompt", event.data["prompt_tokens"])
+                self._sensor.on_tokens(self._config.agent_id, "completion", event.data["completion_tokens"])
+            elif event.name in ("TaskCompleted", "TaskFailed"):
+                self._sensor.on_task_finished(event.data["latency_ms"] / 1000)
+        return written
+
+    def _decode_failed(self, topic: str) -> None:
+        """An undecodable record went to the dead letters."""
+        self._sensor.on_decode_failure(topic)
+        self._sensor.on_produced(DEAD_LETTER_TOPIC)
 
     def _save(self, inbox: int) -> None:
         """Checkpoint the state, the inbox position and the log positions in one store write."""
@@ -245,14 +272,17 @@ class Agent:
 
 
 async def run_agent(config: AgentConfig, settings: Settings) -> None:
-    """Run one agent until SIGTERM or SIGINT, then drain it."""
+    """Run one agent until SIGTERM or SIGINT, then drain it; metrics on settings.metrics_port unless 0."""
+    sensor, server = sensor_for(settings.metrics_port)
     # Each agent samples with its own seed, so replicas of a task are independent draws, not copies.
     brain = open_brain(config.brain, config.model, config.gpu, seed=zlib.crc32(config.agent_id.encode()))
     try:
-        agent = Agent(config, settings, brain)
+        agent = Agent(config, settings, brain, sensor)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, agent.stop)
         await agent.run()
     finally:
         brain.close()
+        if server is not None:
+            server.close()

@@ -81,9 +81,9 @@ async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
 async def _partitions(consumer: AIOKafkaConsumer, topics: Iterable[str],
                       chosen: Mapping[str, Iterable[int]]) -> list[TopicPartition]:
     """The partitions to read: the chosen ones of a topic, else all it has (topics that do not exist: none)."""
-    existing = await consumer.topics()
-    return [TopicPartition(topic, index) for topic in dict.fromkeys(topics) if topic in existing
-            for index in sorted(chosen.get(topic) or consumer.partitions_for_topic(topic) or ())]
+    cluster = await consumer._client.fetch_all_metadata()  # the public topics() keeps the names, not the partitions
+    return [TopicPartition(topic, index) for topic in dict.fromkeys(topics)
+            for index in sorted(chosen.get(topic) or cluster.partitions_for_topic(topic) or ())]
 
 
 async def _seek(consumer: AIOKafkaConsumer, tps: list[TopicPartition],

@@ -147,7 +147,9 @@ async def test_a_mission_from_the_client_completes(producer: Producer, topics: S
                                    "--task", "a=say a", "--task", "b=say b", "--capability", capability)
         events = await eventually(lambda: completed(topics, mission_id))
     [accepted], [done] = named(events, "MissionAccepted"), named(events, "MissionCompleted")
-    assert (accepted.data["title"], [t["task_id"] for t in accepted.data["tasks"]]) == (f"from {producer.name}", ["a", "b"])
+    assert accepted.data["title"] == f"from {producer.name}"
+    assert [(t["task_id"], t["prompt"], t["required_capabilities"]) for t in accepted.data["tasks"]] == [
+        ("a", "say a", [capability]), ("b", "say b", [capability])]
     assert (done.data["success"], done.data["tasks_completed"]) == (True, 2)
 
 

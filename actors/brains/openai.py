@@ -14,6 +14,8 @@ from swarmlog.actors.brains import Generation
 from swarmlog.errors import ServiceError
 
 TIMEOUT_S = 120
+JSON_SCHEMA = "json_schema"
+JSON_OBJECT = "json_object"
 
 
 class OpenAIBrain:
@@ -22,6 +24,7 @@ class OpenAIBrain:
     def __init__(self, model: str, base_url: str, api_key: str | None = None, seed: int = 0) -> None:
         self.model = model
         self._seed = seed
+        self._style = JSON_SCHEMA
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
 
@@ -33,10 +36,16 @@ class OpenAIBrain:
             "max_tokens": max_tokens,
             "temperature": 0.2,
             "seed": self._seed,
-            "response_format": {"type": "json_schema",
-                                "json_schema": {"name": "action", "schema": dict(json_schema), "strict": True}},
+            "response_format": _response_format(self._style, json_schema),
         }
-        reply = await asyncio.to_thread(self._post, body)
+        try:
+            reply = await asyncio.to_thread(self._post, body)
+        except urllib.error.HTTPError as exc:
+            if self._style != JSON_SCHEMA or exc.code not in (400, 422, 500):
+                raise ServiceError(f"the model server at {self._url} refused the request: {exc}") from exc
+            # llama.cpp's server knows only {"type": "json_object", "schema": ...}; vLLM and OpenAI take both.
+            self._style = JSON_OBJECT
+            return await self.generate(prompt, json_schema, max_tokens)
         usage = reply.get("usage") or {}
         return Generation(reply["choices"][0]["message"]["content"] or "", usage.get("prompt_tokens", 0),
                           usage.get("completion_tokens", 0))
@@ -46,11 +55,20 @@ class OpenAIBrain:
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 return json.load(response)
+        except urllib.error.HTTPError:
+            raise
         except (urllib.error.URLError, TimeoutError) as exc:
             raise ServiceError(f"the model server at {self._url} did not answer: {exc}; check OPENAI_BASE_URL") from exc
 
     def close(self) -> None:
         """Nothing held between calls."""
+
+
+def _response_format(style: str, json_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAI response_format constraining output to json_schema, in the style the server understands."""
+    if style == JSON_OBJECT:
+        return {"type": JSON_OBJECT, "schema": dict(json_schema)}
+    return {"type": JSON_SCHEMA, "json_schema": {"name": "action", "schema": dict(json_schema), "strict": True}}
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> OpenAIBrain:

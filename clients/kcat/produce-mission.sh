@@ -45,19 +45,19 @@ if [ -z "$fingerprint" ]; then
 fi
 
 # The record in Avro's JSON encoding: every field present, union values wrapped in their branch ({"string": ...}).
+strings() { jq -cn '$ARGS.positional' --args -- "$@"; }
 record=$(jq -n --arg event_id "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
   --argjson occurred_at "$(date +%s%3N)" --arg mission_id "$mission_id" --arg title "${title:-$mission_id}" \
-  --arg region "$region" --args '
-  ($ARGS.positional | index("--") ) as $split
-  | {event_id: $event_id, occurred_at: $occurred_at, correlation_id: {string: $mission_id}, causation_id: null,
-     producer: "client:kcat", mission_id: $mission_id, title: $title,
-     region: (if $region == "" then null else {string: $region} end),
-     tasks: [$ARGS.positional[:$split][] | capture("^(?<id>[^=]*)=(?<prompt>.*)$"; "s")
-             | {task_id: .id, prompt: .prompt, required_capabilities: $ARGS.positional[$split + 1:],
-                depends_on: [], replicas: 1, max_steps: 4}],
-     planning: null, consensus: {strategy: "MAJORITY", window_ms: 30000, quorum: 0.5}, final_action: null,
-     deadline_ms: null, token_budget: null, submitted_by: "client:kcat"}' \
-  "${tasks[@]}" -- "${capabilities[@]}")
+  --arg region "$region" --argjson tasks "$(strings "${tasks[@]}")" \
+  --argjson capabilities "$(strings "${capabilities[@]}")" '
+  {event_id: $event_id, occurred_at: $occurred_at, correlation_id: {string: $mission_id}, causation_id: null,
+   producer: "client:kcat", mission_id: $mission_id, title: $title,
+   region: (if $region == "" then null else {string: $region} end),
+   tasks: [$tasks[] | index("=") as $split
+           | {task_id: .[:$split], prompt: .[$split + 1:], required_capabilities: $capabilities,
+              depends_on: [], replicas: 1, max_steps: 4}],
+   planning: null, consensus: {strategy: "MAJORITY", window_ms: 30000, quorum: 0.5}, final_action: null,
+   deadline_ms: null, token_budget: null, submitted_by: "client:kcat"}')
 
 # C3 01 + fingerprint + body, in a file: kcat sends a file argument as ONE message (no newline splitting).
 message=$(mktemp)
@@ -65,7 +65,7 @@ trap 'rm -f "$message"' EXIT
 {
   printf '\xc3\x01'
   xxd -r -p <<<"$fingerprint"
-  java -jar "$avro_tools" jsontofrag --schema-file "$schema" - <<<"$record"
+  java -Dlog4j.configuration="file:$here/log4j.properties" -jar "$avro_tools" jsontofrag --schema-file "$schema" - <<<"$record"
 } >"$message"
 
 # murmur2_random is the Java client's partitioner: a mission id lands where any Java producer would put it.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -30,16 +31,20 @@ from swarmlog.coordinator.inbox import messages
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import Folded
+from swarmlog.coordinator.shell.recovery import JOURNAL as JOURNAL_TOPIC
 from swarmlog.coordinator.shell.recovery import reader, recover
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
 TICK_MS = 250
+LAG_EVERY_S = 1.0
+INBOX_TOPIC = "swarm.agents.inbox"
 INPUT_TOPICS = ("swarm.missions", "swarm.tasks.events", "swarm.consensus.votes", "swarm.agents.registry",
                 "swarm.control", "swarm.alerts")
 
@@ -52,7 +57,7 @@ class CoordinatorService:
     """One region's coordinator: `async with CoordinatorService(settings, region):` runs it until the block ends."""
 
     def __init__(self, settings: Settings, region: str, *, data_dir: Path | None = None,
-                 recovery_timeout_s: float = 120.0) -> None:
+                 recovery_timeout_s: float = 120.0, sensor: Sensor | None = None) -> None:
         if region not in settings.region_names:
             raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
                               f"{', '.join(settings.region_names)}")
@@ -67,6 +72,8 @@ class CoordinatorService:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_bucket = 0
+        self._sensor = sensor or Sensor()
+        self._lag_at = 0.0
 
     async def __aenter__(self) -> CoordinatorService:
         await self.start()
@@ -92,8 +99,11 @@ class CoordinatorService:
                 max_batch_size=settings.max_message_bytes))
             journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
             empty = initial(Config(self._region, settings.region_names))
+            started = time.monotonic()
             self._folded = await recover(journal, self._codec, partition, empty,
                                          snapshots.load(self._snapshot_dir), self._recovery_timeout_s)
+            self._sensor.on_recovered("coordinator", time.monotonic() - started)
+            self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
             snapshots.save(self._snapshot_dir, self._folded)
             self._last_bucket = self._folded.clock // TICK_MS
             inputs = await self._started(self._inputs())
@@ -156,16 +166,22 @@ class CoordinatorService:
                         await self._receive(record)
                     await self._delivery.ack(_next_offsets(unit))
             await self._tick()
+            await self._report_lag(inputs)
 
     async def _receive(self, record: ConsumerRecord) -> None:
         """Decide on one input record; undecodable or rejected ones go to the dead-letter topic."""
+        self._sensor.on_consumed(record.topic)
         event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        if event is None:
+            self._sensor.on_decode_failure(record.topic)
+            self._sensor.on_produced(DEAD_LETTER_TOPIC)
         if event is None or event.name not in INPUTS:
             return
         decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
         if isinstance(decision, Rejected):
             rejected = dead_letter(record, InputRejected(decision.reason), self._name)
             await self._producer.send(DEAD_LETTER_TOPIC, rejected, key=record.topic)
+            self._sensor.on_produced(DEAD_LETTER_TOPIC)
         else:
             await self._write(decision)
 
@@ -188,7 +204,31 @@ class CoordinatorService:
         first = await self._delivery.journal(decision.events)
         for index, event in enumerate(decision.events):
             self._folded = self._folded.fold(event, first + index)
-        await self._delivery.inbox(messages(decision.events, self._folded.state))
+        outgoing = messages(decision.events, self._folded.state)
+        await self._delivery.inbox(outgoing)
+        self._report(decision, len(outgoing))
+
+    def _report(self, decision: Decision, sent: int) -> None:
+        """Tell the sensor what a written decision did: journal events, inbox messages, assignments, the queue."""
+        self._sensor.on_produced(JOURNAL_TOPIC, len(decision.events))
+        self._sensor.on_produced(INBOX_TOPIC, sent)
+        assigned = sum(1 for event in decision.events if event.name in ("TaskAssigned", "TaskReassigned"))
+        if assigned:
+            self._sensor.on_assigned(self._region, assigned)
+        self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
+
+    async def _report_lag(self, inputs: AIOKafkaConsumer) -> None:
+        """At most once a second: how far the inputs' positions are behind their high-water marks, per topic."""
+        if time.monotonic() - self._lag_at < LAG_EVERY_S:
+            return
+        self._lag_at = time.monotonic()
+        lag: dict[str, int] = {}
+        for tp in inputs.assignment():
+            highwater = inputs.highwater(tp)
+            if highwater is not None:
+                lag[tp.topic] = lag.get(tp.topic, 0) + max(0, highwater - await inputs.position(tp))
+        for topic, behind in lag.items():
+            self._sensor.on_lag(topic, behind)
 
 
 def _next_offsets(records: list[ConsumerRecord]) -> dict[TopicPartition, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faust
 
+from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 
 from . import budgets, deadlocks, liveness, memory
@@ -11,10 +12,10 @@ from .config import StreamsConfig
 from .records import Io
 
 
-def build_app(config: StreamsConfig) -> faust.App:
+def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> faust.App:
     """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
     app = faust.App(config.app_id, **config.faust_settings())
-    io = Io(app, codec_for(config.settings.schema_registry_url))
+    io = Io(app, codec_for(config.settings.schema_registry_url), sensor or Sensor())
     liveness.install(app, io, config)
     deadlocks.install(app, io, config)
     budgets.install(app, io, config)

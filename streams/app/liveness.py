@@ -8,6 +8,8 @@ derived from its registration, so a duplicate after a crash is the same event an
 
 from __future__ import annotations
 
+import time
+
 import faust
 
 from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
@@ -26,6 +28,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     table = fold_table(app, "registry")
     progress = Progress(app, (REGISTRY, HEARTBEATS))
     in_flight: set[str] = set()
+    built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 
     async def fold(stream: faust.StreamT) -> None:
         async for record, event in io.decoded(stream):
@@ -39,7 +42,14 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     async def declare_deaths() -> None:
         if not progress.caught_up():
             return
-        deaths = decide_liveness(Registry(dict(table.items())), now_ms(), config.liveness_timeout_ms)
+        if not recovered:
+            recovered.append(time.monotonic())
+            io.sensor.on_recovered("streams", recovered[0] - built)
+        now = now_ms()
+        views = dict(table.items())
+        for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
+            io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
+        deaths = decide_liveness(Registry(views), now, config.liveness_timeout_ms)
         for death in deaths:
             if death.event_id not in in_flight:
                 in_flight.add(death.event_id)

@@ -10,6 +10,7 @@ import faust
 from faust.types import EventT
 
 from swarmlog.errors import DecodeError
+from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
 from swarmlog.streams.alerts import alert
@@ -31,8 +32,9 @@ def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
 class Io:
     """The codec and where decided events and dead letters go."""
 
-    def __init__(self, app: faust.App, codec: Codec) -> None:
+    def __init__(self, app: faust.App, codec: Codec, sensor: Sensor | None = None) -> None:
         self.codec = codec
+        self.sensor = sensor or Sensor()
         self._app = app
         self._topics: dict[str, faust.TopicT] = {}
 
@@ -42,6 +44,7 @@ class Io:
             self._topics[topic] = raw_topic(self._app, topic)
         pending = await self._topics[topic].send(key=key.encode(), value=self.codec.encode(event))
         await pending
+        self.sensor.on_produced(topic)
 
     async def decoded(self, stream: faust.StreamT) -> AsyncIterator[tuple[EventT, Event]]:
         """The stream's records with their events; an undecodable record goes to the dead letters instead."""
@@ -58,9 +61,11 @@ class Io:
 
     async def _decode(self, record: EventT) -> Event | None:
         message = record.message
+        self.sensor.on_consumed(message.topic)
         try:
             return self.codec.decode_record(record.value or b"", message.topic, message.partition, message.offset)
         except DecodeError as exc:
+            self.sensor.on_decode_failure(message.topic)
             await self.send(DEADLETTER, message.topic, dead_letter(record, exc))
             return None
 

@@ -11,6 +11,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from swarmlog.errors import ServiceError
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.metrics import sensor_for
 
 from .build import build_app
 from .config import StreamsConfig
@@ -23,7 +24,8 @@ def run_worker(config: StreamsConfig, loglevel: str = "INFO") -> NoReturn:
     """Ensure the topics, then run the worker in the foreground; SIGTERM or SIGINT stops it cleanly (exit 0)."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    app = build_app(config)
+    sensor, _server = sensor_for(config.settings.metrics_port)  # a daemon thread; it ends with the process
+    app = build_app(config, sensor)
     loop.run_until_complete(ensure_topics(config.settings))
     loop.run_until_complete(ensure_internal_topics(app, config))
     config.data_dir.mkdir(parents=True, exist_ok=True)

@@ -30,9 +30,10 @@ def agent(
     data_dir: Annotated[Path | None, typer.Option(help="Where the agent's store lives (default: cache dir/agents).")] = None,
     heartbeat_s: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 1.0,
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
     """Register, heartbeat and work on the tasks in this agent's inbox partition until SIGTERM."""
-    settings = Settings.from_env(bootstrap=bootstrap)
+    settings = Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port)
     if not settings.bootstrap:
         raise ConfigError("swarmlog agent needs a broker: pass --bootstrap or set SWARMLOG_BOOTSTRAP")
     slot = zlib.crc32(agent_id.encode()) % settings.inbox_partitions if slot is None else slot

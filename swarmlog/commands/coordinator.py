@@ -11,6 +11,7 @@ import typer
 
 from swarmlog.commands.common import one_line_errors
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.metrics import sensor_for
 from swarmlog.settings import Settings
 
 
@@ -19,9 +20,10 @@ def coordinator(
     region: Annotated[str, typer.Option(help="region-0 … region-<SWARMLOG_REGIONS - 1>.")] = "region-0",
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($SWARMLOG_BOOTSTRAP).")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Journal snapshot folder (<cache dir>/coordinator).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
     """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM."""
-    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap), region, data_dir))
+    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir))
 
 
 async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None:
@@ -30,5 +32,10 @@ async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with CoordinatorService(settings, region, data_dir=data_dir) as service:
-        await service.wait(stop)
+    sensor, server = sensor_for(settings.metrics_port)
+    try:
+        async with CoordinatorService(settings, region, data_dir=data_dir, sensor=sensor) as service:
+            await service.wait(stop)
+    finally:
+        if server is not None:
+            server.close()

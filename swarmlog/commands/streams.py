@@ -18,7 +18,8 @@ def streams(
     redis_url: Annotated[str | None, typer.Option(help="Redis for the memory projection (default: $SWARMLOG_REDIS_URL).")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Where the RocksDB tables live ($SWARMLOG_STREAMS_DATA_DIR).")] = None,
     loglevel: Annotated[str, typer.Option(help="Log level of the worker.")] = "INFO",
+    metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
     """Run the Faust worker in the foreground; SIGTERM or Ctrl-C stops it cleanly."""
-    settings = Settings.from_env(bootstrap=bootstrap, redis_url=redis_url)
+    settings = Settings.from_env(bootstrap=bootstrap, redis_url=redis_url, metrics_port=metrics_port)
     run_worker(StreamsConfig.from_env(settings, data_dir=data_dir), loglevel)

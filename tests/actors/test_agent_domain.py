@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import functools
-from pathlib import Path
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import swarmlog.actors
 from swarmlog.actors.domain import AgentState, Decision, Receive, Rejected, Vote, Work, decide, evolve, initial
 from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, released
 from swarmlog.schemas.codec import encode
@@ -135,19 +131,3 @@ def test_the_step_loop_always_closes_within_max_steps(outputs):
             break
     assert closed is not None and closed.data["steps"] <= 3 and closed.name in ("TaskCompleted", "TaskFailed")
 
-
-PURE = ["actions", "domain", "prompts", "steps"]
-ALLOWED = {"__future__", "collections", "dataclasses", "functools", "json", "math", "typing",
-           "swarmlog.schemas.events", "swarmlog.actors.actions", "swarmlog.actors.domain", "swarmlog.actors.prompts"}
-
-
-@pytest.mark.parametrize("module", PURE)
-def test_the_pure_core_imports_only_the_standard_library_and_itself(module):
-    source = Path(swarmlog.actors.__file__).with_name(f"{module}.py").read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            imported.add(node.module if node.module.startswith("swarmlog.") else node.module.split(".")[0])
-    assert imported <= ALLOWED, f"actors/{module}.py imports {sorted(imported - ALLOWED)}"

@@ -82,11 +82,13 @@ async def test_the_openai_brain_against_llama_cpp_server(unused_tcp_port):
                                "--port", str(unused_tcp_port), "--n_threads", "2"])
     try:
         brain = OpenAIBrain("smollm2", f"http://127.0.0.1:{unused_tcp_port}/v1")
+        generation = None
         for _ in range(100):
             with contextlib.suppress(ServiceError):
                 generation = await brain.generate("Task: What is 2+2?", action_schema((ANSWER,)), MAX_ACTION_TOKENS)
                 break
             await asyncio.sleep(0.3)
+        assert generation is not None, "llama_cpp.server never answered"
         assert isinstance(parse_action(generation.text, (ANSWER,)), Action), generation.text
     finally:
         server.terminate()

@@ -19,7 +19,7 @@ from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
-from replay_scenarios import Swarm  # noqa: F401  (puts tests/ on the path for the shell's live helpers)
+import replay_scenarios  # noqa: F401  (it puts tests/ on sys.path, for the coordinator's test helpers)
 from coordinator.harness import task  # noqa: E402
 from coordinator.live import ScriptedAgent, eventually, journal, named, submit  # noqa: E402
 
@@ -71,7 +71,9 @@ async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_
     assert json.loads(verified.output)["checks"][0]["deterministic"] is True
     compared = await replay(settings, "diff", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
     assert compared.exit_code == 0, compared.output
-    shown = json.loads((await replay(settings, "timeline", mission_id)).output)
+    shown = await replay(settings, "timeline", mission_id)
+    assert shown.exit_code == 0, shown.output
+    shown = json.loads(shown.output)
     names = [step["name"] for step in shown["steps"]]
     assert names[0] == "MissionSubmitted" and names[-1] == "MissionCompleted" and names.count("TaskCompleted") == 2
     state = json.loads((await replay(settings, "state", "mission", "--key", mission_id)).output)

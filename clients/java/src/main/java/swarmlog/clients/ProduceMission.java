@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Properties;
 import java.util.UUID;
@@ -46,27 +47,32 @@ public final class ProduceMission {
             String region = null;
             List<String[]> tasks = new ArrayList<>();
             List<String> capabilities = new ArrayList<>();
-            for (int i = 0; i < args.length; i += 2) {
-                if (i + 1 >= args.length) throw new IllegalArgumentException(args[i] + " needs a value");
-                String value = args[i + 1];
-                switch (args[i]) {
-                    case "--bootstrap" -> bootstrap = value;
-                    case "--schemas" -> schemas = Path.of(value);
-                    case "--mission-id" -> missionId = value;
-                    case "--title" -> title = value;
-                    case "--region" -> region = value;
-                    case "--capability" -> capabilities.add(value);
+            Iterator<String> words = List.of(args).iterator();
+            while (words.hasNext()) {
+                String option = words.next();
+                switch (option) {
+                    case "--bootstrap" -> bootstrap = value(option, words);
+                    case "--schemas" -> schemas = Path.of(value(option, words));
+                    case "--mission-id" -> missionId = value(option, words);
+                    case "--title" -> title = value(option, words);
+                    case "--region" -> region = value(option, words);
+                    case "--capability" -> capabilities.add(value(option, words));
                     case "--task" -> {
-                        String[] idPrompt = value.split("=", 2);
-                        if (idPrompt.length != 2) throw new IllegalArgumentException("--task wants ID=PROMPT, got " + value);
+                        String[] idPrompt = value(option, words).split("=", 2);
+                        if (idPrompt.length != 2) throw new IllegalArgumentException("--task wants ID=PROMPT");
                         tasks.add(idPrompt);
                     }
-                    default -> throw new IllegalArgumentException("unknown option " + args[i]);
+                    default -> throw new IllegalArgumentException("unknown option " + option);
                 }
             }
             if (tasks.isEmpty()) throw new IllegalArgumentException("a mission needs at least one --task ID=PROMPT");
             return new Options(bootstrap, schemas, missionId, title == null ? missionId : title, region, tasks,
                                capabilities);
+        }
+
+        private static String value(String option, Iterator<String> words) {
+            if (!words.hasNext()) throw new IllegalArgumentException(option + " needs a value");
+            return words.next();
         }
 
         /** The schemas/ folder of the repository this jar was built in (clients/java/target/produce-mission.jar). */
