@@ -1,5 +1,5 @@
 # The two commands of the README, and the pieces they are made of.
-.PHONY: setup setup-kafka demo test bench
+.PHONY: setup setup-kafka setup-clients demo test bench
 
 setup:
 	@bash scripts/setup.sh
@@ -7,10 +7,13 @@ setup:
 setup-kafka:
 	@SWARMLOG_SETUP_KAFKA=1 bash scripts/setup.sh
 
+setup-clients:
+	@bash scripts/setup-clients.sh
+
 demo: setup
 	.venv/bin/swarmlog demo
 
-test: setup-kafka
+test: setup-kafka setup-clients
 	.venv/bin/python -m swarmlog.schemas.compat
 	.venv/bin/pytest
 

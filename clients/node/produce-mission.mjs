@@ -33,6 +33,9 @@ function fingerprint(type) {
   return bytes;
 }
 
+/** A mistake on the command line (exit status 2). */
+class UsageError extends Error {}
+
 /** The parsed type of the highest MissionSubmitted/vN.avsc under a schemas folder. */
 function latestType(schemas) {
   const folder = join(schemas, 'avro', 'MissionSubmitted');
@@ -47,7 +50,7 @@ function missionFields(values) {
   const fields = values.mission ? JSON.parse(readFileSync(values.mission, 'utf8')) : {
     tasks: values.task.map((spec) => {
       const [taskId, prompt] = spec.split(/=(.*)/s);
-      if (prompt === undefined) throw new Error(`--task wants ID=PROMPT, got ${spec}`);
+      if (prompt === undefined) throw new UsageError(`--task wants ID=PROMPT, got ${spec}`);
       return { task_id: taskId, prompt, required_capabilities: values.capability };
     }),
   };
@@ -88,10 +91,9 @@ async function main() {
   console.log(fields.mission_id);
 }
 
-class UsageError extends Error {}
-
 main().catch((error) => {
+  const usage = error instanceof UsageError || error.code?.startsWith('ERR_PARSE_ARGS');
   console.error(`produce-mission: ${error.message}`);
-  if (error instanceof UsageError) console.error(USAGE);
-  process.exit(error instanceof UsageError ? 2 : 1);
+  if (usage) console.error(USAGE);
+  process.exit(usage ? 2 : 1);
 });

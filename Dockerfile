@@ -1,0 +1,35 @@
+# swarmlog: one image for every process (streams, coordinator, agents, topics ensure, the CLI).
+# GPU agents need the NVIDIA container runtime on the host; vLLM's wheels bring their own CUDA libraries.
+# Build: docker build -t swarmlog:latest .            (EXTRAS="" for a CPU-only image without vLLM)
+FROM python:3.11-slim
+
+ARG EXTRAS="vllm"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# libnuma1: vLLM needs it; libgomp1: OpenMP for torch on CPU.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libnuma1 libgomp1 \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY swarmlog ./swarmlog
+COPY schemas ./schemas
+COPY actors ./actors
+COPY streams ./streams
+COPY coordinator ./coordinator
+COPY replay ./replay
+RUN pip install ".${EXTRAS:+[$EXTRAS]}"
+
+RUN useradd --create-home --uid 10001 swarmlog && mkdir -p /data && chown swarmlog /data
+USER swarmlog
+# State (coordinator snapshots, agent stores, Faust tables) lives under /data; metrics on 9100 in every process.
+ENV SWARMLOG_CACHE_DIR=/data \
+    SWARMLOG_METRICS_PORT=9100
+VOLUME ["/data"]
+EXPOSE 9100
+ENTRYPOINT ["swarmlog"]
+CMD ["--help"]

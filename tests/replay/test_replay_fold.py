@@ -1,0 +1,78 @@
+"""The replay's pieces without a broker: ordering, problems with coordinates, spans, diffs, determinism, files."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import typer
+
+from swarmlog.commands.replay import parse_at
+from swarmlog.replay import history
+from swarmlog.replay.components import COMPONENTS, component
+from swarmlog.replay.diff import Difference, differences
+from swarmlog.replay.fold import Record, ordered, replay
+from swarmlog.replay.source import Span
+from swarmlog.replay.verify import verify
+
+from replay_scenarios import HISTORIES, REGIONS
+
+GOLDEN = history.load(HISTORIES / "three_phase.hist").records
+
+
+def test_each_partition_stays_in_offset_order_and_partitions_merge_by_timestamp():
+    records = [Record("a", 0, 0, 30, None, b""), Record("a", 0, 1, 10, None, b""), Record("b", 0, 0, 20, None, b"")]
+    assert [(r.topic, r.offset) for r in ordered(records)] == [("b", 0), ("a", 0), ("a", 1)]
+
+
+def test_a_garbage_record_is_a_problem_at_its_coordinates_and_the_replay_goes_on():
+    garbage = Record("swarm.coordinator.journal", 0, 10_000, GOLDEN[0].timestamp, None, b"\xc3\x01not avro")
+    clean = replay(component("coordinator"), None, REGIONS, GOLDEN)
+    dirty = replay(component("coordinator"), None, REGIONS, (garbage, *GOLDEN))
+    [problem] = dirty.problems
+    assert (problem.topic, problem.partition, problem.offset) == ("swarm.coordinator.journal", 0, 10_000)
+    assert (dirty.state, dirty.events) == (clean.state, clean.events)
+    assert not verify((garbage, *GOLDEN), REGIONS, [(component("coordinator"), None)]).ok
+
+
+def test_verify_catches_a_fold_that_is_not_deterministic():
+    calls = iter(range(10**6))
+    flaky = dataclasses.replace(COMPONENTS["registry"], evolve=lambda state, event: dataclasses.replace(
+        state, agents={**state.agents, "n": next(calls)}))
+    [check] = verify(GOLDEN, REGIONS, [(flaky, None)]).checks
+    assert not check.deterministic
+
+
+def test_a_span_keeps_records_between_its_offsets_and_times_inclusive():
+    record = Record("t", 0, 5, 1000, None, b"")
+    assert Span(from_offset=5, to_offset=5, from_ms=1000, to_ms=1000).keeps(record)
+    assert not Span(to_offset=4).keeps(record) and not Span(from_ms=1001).keeps(record)
+
+
+def test_at_is_an_offset_epoch_ms_or_an_iso_time():
+    assert parse_at("42") == Span(to_offset=42)
+    assert parse_at("1750000000000") == Span(to_ms=1_750_000_000_000)
+    assert parse_at("2025-06-15T15:06:40+00:00") == Span(to_ms=1_750_000_000_000)
+    with pytest.raises(typer.BadParameter):
+        parse_at("yesterday")
+
+
+def test_differences_name_the_key_and_both_values():
+    assert differences({"a": 1, "b": 2}, {"b": 3, "c": 4}) == (
+        Difference("a", 1, None), Difference("b", 2, 3), Difference("c", None, 4))
+
+
+def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path):
+    path = tmp_path / "copy.hist"
+    history.export(path, GOLDEN, REGIONS, {"mission": "m-three"})
+    loaded = history.load(path)
+    assert loaded.records == GOLDEN and loaded.regions == REGIONS
+    assert "MissionAccepted v1" in loaded.header["schemas"].values()
+
+
+def test_a_keyed_component_needs_its_key():
+    with pytest.raises(ValueError, match="--key"):
+        replay(component("agent"), None, REGIONS, GOLDEN)
+    assert replay(component("agent"), "a1", REGIONS, GOLDEN).state.started
+
