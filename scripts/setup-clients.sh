@@ -5,24 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf '\033[1m[setup-clients]\033[0m %s\n' "$*"; }
-# Runs a build step silently; shows its output only when it fails.
-quiet() { local out; out=$("$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }; }
 AVRO_TOOLS=.cache/avro-tools/avro-tools-1.12.2.jar
 
-need_apt=()
-command -v kcat >/dev/null || need_apt+=(kcat)
-command -v jq >/dev/null || need_apt+=(jq)
-command -v xxd >/dev/null || need_apt+=(xxd)
-command -v node >/dev/null || need_apt+=(nodejs)
-command -v npm >/dev/null || need_apt+=(npm)
-command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null || need_apt+=(maven)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  say "installing Debian packages: ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+# shellcheck source=lib.sh
+. scripts/lib.sh
+install_missing kcat:kcat jq:jq xxd:xxd node:nodejs npm:npm java:openjdk-17-jdk-headless mvn:maven
 
 # Rebuild only when the lock file or the sources changed since the last build.
 if [ ! -d clients/node/node_modules ] || [ clients/node/package-lock.json -nt clients/node/node_modules ]; then

