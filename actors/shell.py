@@ -33,6 +33,9 @@ from swarmlog.topics import catalog
 
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
+# aiokafka sends no new fetch to a broker while one is in flight, so an inbox resumed after a task waits out the
+# long poll on the control partitions: at the default 500 ms that capped an agent at ~2 tasks/s. Keep it short.
+FETCH_MAX_WAIT_MS = 50
 log = logging.getLogger("swarmlog.agent")
 
 
@@ -82,7 +85,8 @@ class Agent:
         """Run until stop(); recovery first, deregistration last."""
         store = AgentStore(self._config.data_dir / self._config.agent_id)
         consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, client_id=self._name,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
         try:
             async with EventProducer(self._settings, client_id=self._name) as producer:
                 await consumer.start()

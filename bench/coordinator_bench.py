@@ -71,6 +71,7 @@ async def floor(bootstrap: str, count: int) -> list[float]:
     await consumer.start()
     tp = TopicPartition(FLOOR_TOPIC, 0)
     try:
+        await producer.partitions_for(FLOOR_TOPIC)  # metadata first, so the consumer finds the new topic
         consumer.assign([tp])
         await consumer.seek_to_end(tp)
         await consumer.position(tp)
@@ -261,7 +262,7 @@ def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], args: argp
 
 
 async def main(args: argparse.Namespace) -> None:
-    console = Console()
+    console = Console(width=120)
     with open_broker(Settings(broker="kafka")) as broker, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(broker="kafka", bootstrap=broker.bootstrap)
         await ensure_topics(settings)
