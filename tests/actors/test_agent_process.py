@@ -38,16 +38,32 @@ def slot_of(settings: Settings, agent_id: str) -> int:
     return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
 
 
-async def started(settings, log, agent_id, tmp_path, *extra):
+@pytest.fixture
+def spawn(settings, agent_id, tmp_path):
+    """Starts the test's agent process (again, after a kill); whatever still runs at teardown is killed."""
+    processes = []
+
+    def start(*extra: str):
+        processes.append(start_agent(settings, agent_id, slot_of(settings, agent_id), tmp_path, *extra))
+        return processes[-1]
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+async def started(spawn, log, agent_id, *extra):
     """A running agent that has registered."""
-    process = start_agent(settings, agent_id, slot_of(settings, agent_id), tmp_path, *extra)
+    process = spawn(*extra)
     await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id), timeout_s=60)
     return process
 
 
-async def test_an_assigned_task_is_started_and_completed_from_valid_action_json(settings, agent_id, tmp_path):
+async def test_an_assigned_task_is_started_and_completed_from_valid_action_json(settings, agent_id, spawn):
     async with Log(settings, *TOPICS) as log:
-        process = await started(settings, log, agent_id, tmp_path)
+        process = await started(spawn, log, agent_id)
         task = task_assigned(agent_id, slot_of(settings, agent_id), "What is 2+2? Answer with the number.")
         await send_inbox(settings, slot_of(settings, agent_id), task)
         mission = task.data["mission_id"]
@@ -65,13 +81,13 @@ async def test_an_assigned_task_is_started_and_completed_from_valid_action_json(
 
 @pytest.mark.slow
 @pytest.mark.kafka_only
-async def test_twenty_tasks_in_a_row_are_never_malformed(settings, agent_id, tmp_path):
+async def test_twenty_tasks_in_a_row_are_never_malformed(settings, agent_id, spawn):
     prompts = ["What is 2+2?", "Name a colour.", "Give a synonym of fast.", "What is the capital of France?",
                "Summarise: Kafka keeps an ordered log."] * 4
     slot = slot_of(settings, agent_id)
     tasks = [task_assigned(agent_id, slot, prompt) for prompt in prompts]
     async with Log(settings, *TOPICS) as log:
-        process = await started(settings, log, agent_id, tmp_path)
+        process = await started(spawn, log, agent_id)
         await send_inbox(settings, slot, *tasks)
         missions = {t.data["mission_id"] for t in tasks}
         closed = lambda: [e for name in ("TaskCompleted", "TaskFailed") for e in log.named(name, agent_id=agent_id)]
@@ -83,10 +99,10 @@ async def test_twenty_tasks_in_a_row_are_never_malformed(settings, agent_id, tmp
             if e.data["failure"] == "MALFORMED_OUTPUT"] == []
 
 
-async def test_heartbeats_keep_their_period_while_the_model_generates(settings, agent_id, tmp_path):
+async def test_heartbeats_keep_their_period_while_the_model_generates(settings, agent_id, spawn):
     slot = slot_of(settings, agent_id)
     async with Log(settings, *TOPICS) as log:
-        process = await started(settings, log, agent_id, tmp_path, "--heartbeat-s", "0.5")
+        process = await started(spawn, log, agent_id, "--heartbeat-s", "0.5")
         tasks = [task_assigned(agent_id, slot, "Write two sentences about logs.", max_steps=3) for _ in range(4)]
         await send_inbox(settings, slot, *tasks)
         await log.wait_for(lambda: len(log.named("TaskCompleted", agent_id=agent_id)) + len(
@@ -100,10 +116,10 @@ async def test_heartbeats_keep_their_period_while_the_model_generates(settings, 
     assert all(400 <= gap <= 600 for gap in gaps), gaps
 
 
-async def test_a_poison_record_is_dead_lettered_and_the_agent_goes_on(settings, agent_id, tmp_path):
+async def test_a_poison_record_is_dead_lettered_and_the_agent_goes_on(settings, agent_id, spawn):
     slot = slot_of(settings, agent_id)
     async with Log(settings, *TOPICS) as log:
-        process = await started(settings, log, agent_id, tmp_path)
+        process = await started(spawn, log, agent_id)
         await send_inbox(settings, slot, raw=b"not an avro record")
         task = task_assigned(agent_id, slot, "What is 3+3?")
         await send_inbox(settings, slot, task)
@@ -115,18 +131,18 @@ async def test_a_poison_record_is_dead_lettered_and_the_agent_goes_on(settings, 
     assert [e.data["payload"] for e in poisoned] == [b"not an avro record"]
 
 
-async def test_kill_9_mid_task_then_restart_completes_the_task_exactly_once(settings, agent_id, tmp_path):
+async def test_kill_9_mid_task_then_restart_completes_the_task_exactly_once(settings, agent_id, spawn):
     slot = slot_of(settings, agent_id)
     task = task_assigned(agent_id, slot, "Write a short paragraph about event logs.", max_steps=3)
     mission = task.data["mission_id"]
     async with Log(settings, *TOPICS) as log:
-        process = await started(settings, log, agent_id, tmp_path)
+        process = await started(spawn, log, agent_id)
         await send_inbox(settings, slot, task)
         await log.wait_for(lambda: log.named("TaskStarted", mission_id=mission))
         process.send_signal(signal.SIGKILL)
         process.wait(10)
         killed_before_completion = not log.named("TaskCompleted", mission_id=mission)
-        restarted = start_agent(settings, agent_id, slot, tmp_path)
+        restarted = spawn()
         await log.wait_for(lambda: len(log.named("AgentRegistered", agent_id=agent_id)) == 2)
         await log.wait_for(lambda: log.named("TaskCompleted", mission_id=mission) or log.named(
             "TaskFailed", mission_id=mission))
