@@ -25,6 +25,7 @@ from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.metrics import Sensor, sensor_for
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
@@ -33,9 +34,6 @@ from swarmlog.topics import catalog
 
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
-# aiokafka sends no new fetch to a broker while one is in flight, so an inbox resumed after a task waits out the
-# long poll on the control partitions: at the default 500 ms that capped an agent at ~2 tasks/s. Keep it short.
-FETCH_MAX_WAIT_MS = 50
 log = logging.getLogger("swarmlog.agent")
 
 

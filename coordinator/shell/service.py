@@ -37,6 +37,7 @@ from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
@@ -120,12 +121,14 @@ class CoordinatorService:
         """Finish the unit of work in progress, commit it, snapshot, and disconnect; safe to call twice."""
         self._stopping.set()
         try:
-            if self._task is not None and not self._task.done():
-                await self._task
-            if self._task is not None and self._task.exception() is None:
-                snapshots.save(self._snapshot_dir, self._folded)
+            if self._task is not None:
+                await asyncio.wait([self._task])
+                if self._task.exception() is None:
+                    snapshots.save(self._snapshot_dir, self._folded)
         finally:
             await self._stack.aclose()
+        if self._task is not None and self._task.exception() is not None:
+            raise self._task.exception()  # a loop that died must not look like a clean stop
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Return once `stop` is set; raise whatever made the coordinator's loop fail before that."""
@@ -146,7 +149,7 @@ class CoordinatorService:
         """The input consumer; every partition is assigned (no group joins, so a restart does not wait on one)."""
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._settings.bootstrap, group_id=self._name, client_id=self._name,
-            enable_auto_commit=False, auto_offset_reset="earliest",
+            enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
             isolation_level="read_committed" if self._transactional else "read_uncommitted")
         consumer.assign([TopicPartition(topic, index) for topic in INPUT_TOPICS
                          for index in range(spec_for(self._settings, topic).partitions)])
