@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import signal
 import time
 import zlib
 from pathlib import Path
@@ -26,6 +25,7 @@ from swarmlog.errors import SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
@@ -280,9 +280,8 @@ async def run_agent(config: AgentConfig, settings: Settings) -> None:
     brain = open_brain(config.brain, config.model, config.gpu, seed=zlib.crc32(config.agent_id.encode()))
     try:
         agent = Agent(config, settings, brain, sensor)
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, agent.stop)
+        # Past the step's drain time, a stop still waits on the broker for the release and the deregistration.
+        stop_on_signals(agent.stop, what=f"agent {config.agent_id}", deadline_s=config.drain_s + 20.0)
         await agent.run()
     finally:
         brain.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,11 @@ import typer
 from swarmlog.commands.common import one_line_errors
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.metrics import sensor_for
+from swarmlog.lifecycle import stop_on_signals
 from swarmlog.settings import Settings
+
+
+STOP_DEADLINE_S = 30.0
 
 
 @one_line_errors
@@ -29,9 +32,7 @@ def coordinator(
 async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None:
     """Run the service until a stop signal; the record in progress is finished and committed first."""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop_on_signals(stop.set, what=f"the {region} coordinator", deadline_s=STOP_DEADLINE_S)
     sensor, server = sensor_for(settings.metrics_port)
     try:
         async with CoordinatorService(settings, region, data_dir=data_dir, sensor=sensor) as service:

@@ -1,0 +1,35 @@
+"""Stopping long-running processes: SIGTERM and SIGINT start a clean stop that has a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Callable
+
+EXIT_STUCK = 4  # the documented "a service could not be reached" code: a stop only sticks on an unreachable broker
+log = logging.getLogger("swarmlog.lifecycle")
+
+
+def stop_on_signals(begin_stop: Callable[[], None], *, what: str, deadline_s: float) -> None:
+    """On SIGTERM/SIGINT call `begin_stop`; if the process still runs `deadline_s` later, exit with EXIT_STUCK.
+
+    Everything swarmlog acknowledges is written first, so leaving without the rest of a clean stop (a
+    deregistration, a final flush to a broker that stopped answering) loses nothing that a kill -9 would not.
+    """
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        begin_stop()
+        loop.call_later(deadline_s, _give_up, what, deadline_s)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal)
+
+
+def _give_up(what: str, deadline_s: float) -> None:
+    """Leave now: the clean stop did not finish in time."""
+    log.error("%s did not stop within %.0f s (is the broker reachable?); exiting without the rest of the stop",
+              what, deadline_s)
+    os._exit(EXIT_STUCK)

@@ -1,0 +1,56 @@
+"""A stop signal always ends a process, even when the broker it would say goodbye to has gone away."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer
+
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.lifecycle import EXIT_STUCK
+from swarmlog.schemas.codec import decode
+from swarmlog.services.tansu import run_tansu
+from swarmlog.settings import Settings
+
+AGENT_DEADLINE_S = 10.0 + 20.0  # the agent's drain time plus the grace for its goodbye
+
+
+async def _registered(settings: Settings, agent_id: str) -> None:
+    """Return once the agent's AgentRegistered is in the registry topic."""
+    consumer = AIOKafkaConsumer("swarm.agents.registry", bootstrap_servers=settings.bootstrap,
+                                auto_offset_reset="earliest")
+    async with consumer, asyncio.timeout(60):
+        async for record in consumer:
+            if decode(record.value).data["agent_id"] == agent_id:
+                return
+
+
+def test_an_agent_whose_broker_vanished_still_exits_after_sigterm(tmp_path: Path) -> None:
+    with run_tansu() as broker:
+        settings = dataclasses.replace(Settings.from_env(), broker="tansu", bootstrap=broker.bootstrap)
+        asyncio.run(ensure_topics(settings))
+        env = os.environ | {"SWARMLOG_BROKER": "tansu", "SWARMLOG_BOOTSTRAP": broker.bootstrap}
+        log = (tmp_path / "agent.log").open("wb")
+        agent = subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "agent", "lonely", "--brain", "scripted",
+                                  "--data-dir", str(tmp_path)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            asyncio.run(_registered(settings, "lonely"))
+        except BaseException:
+            agent.kill()
+            raise
+    # The broker is gone now: the clean stop cannot deregister, so the deadline must end it.
+    sent = time.monotonic()
+    agent.send_signal(signal.SIGTERM)
+    try:
+        code = agent.wait(AGENT_DEADLINE_S + 15)
+    finally:
+        agent.kill()
+    assert code in (0, EXIT_STUCK), (tmp_path / "agent.log").read_text()[-2000:]
+    assert time.monotonic() - sent < AGENT_DEADLINE_S + 15
