@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from swarmlog.commands.watch import render
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.codec import decode
-from swarmlog.services import Broker
+from swarmlog.services import Broker, open_broker
 from swarmlog.settings import Settings
 
 from coordinator.live import ScriptedAgent  # tests/coordinator (tests/ is on sys.path)
@@ -34,9 +34,25 @@ CREW = (("coding", "decision_making"), ("coding", "review"), ("testing", "review
         ("testing", "coding", "decision_making"))
 
 
+@pytest.fixture(scope="module")
+def own_broker(broker: Broker) -> Iterator[Broker]:
+    """A fresh broker of the session broker's kind, so region-0 starts empty here.
+
+    Known issue, open: after the region-0 coordinators of other test modules (kill -9s, aborted transactions), a
+    new region-0 coordinator on the shared broker sometimes took over two minutes to take its first mission.
+    The operator CLI is what this module tests, so it runs on a broker of its own until that is understood.
+    """
+    if broker.kind == "external":
+        yield broker
+        return
+    with open_broker(dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=None)) as fresh:
+        yield fresh
+
+
 @pytest.fixture
-async def settings(broker: Broker) -> Settings:
-    """Settings for the session's broker, its topics ensured."""
+async def settings(own_broker: Broker) -> Settings:
+    """Settings for this module's broker, its topics ensured."""
+    broker = own_broker
     configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
     await ensure_topics(configured)
     return configured
