@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 from collections.abc import Iterator
 
 import pytest
 
+from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import Broker, Redis, open_broker, open_redis
 from swarmlog.settings import Settings
 
@@ -49,5 +51,8 @@ def redis_url(redis_server: Redis) -> str:
 
 @pytest.fixture(scope="session")
 def settings(broker: Broker, redis_url: str) -> Settings:
-    """Settings pointing at the session's broker and Redis."""
-    return dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap, redis_url=redis_url)
+    """Settings pointing at the session's broker and Redis, every catalog topic created once."""
+    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap,
+                                     redis_url=redis_url)
+    asyncio.run(ensure_topics(configured))
+    return configured

@@ -26,7 +26,7 @@ from swarmlog.schemas.codec import decode
 from swarmlog.services import Broker, open_broker
 from swarmlog.settings import Settings
 
-from coordinator.live import ScriptedAgent  # tests/coordinator (tests/ is on sys.path)
+from coordinator.live import ScriptedAgent, serving  # tests/coordinator (tests/ is on sys.path)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # The demo's four agents: every pipeline stage has two capable agents, two can make the final decision.
@@ -79,14 +79,8 @@ async def swarm(settings: Settings, tmp_path: Path, suffix: str) -> AsyncIterato
     agents = [ScriptedAgent(settings, f"ops-{suffix}-{index}", 40 + index, "region-0",
                             [f"{cap}-{suffix}" for cap in caps] + ["decision_making"], latency_s=0.05)
               for index, caps in enumerate(CREW)]
-    async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
-        tasks = [asyncio.create_task(agent.run()) for agent in agents]
-        try:
-            yield agents
-        finally:
-            for running in tasks:
-                running.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path), serving(agents):
+        yield agents
 
 
 async def invoke(settings: Settings, *args: str) -> Any:

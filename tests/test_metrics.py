@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -26,10 +25,8 @@ from swarmlog.actors.shell import Agent, AgentConfig
 from swarmlog.client import MissionClient, Mission, Task
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.errors import ConfigError
-from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.metrics import METRICS, Metrics, Sensor, metric_names, sensor_for, serve
-from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
 
@@ -95,14 +92,6 @@ def test_port_0_is_off_and_a_taken_port_is_one_clear_error():
         taken.listen()
         with pytest.raises(ConfigError, match="--metrics-port"):
             serve(Metrics(), taken.getsockname()[1])
-
-
-@pytest.fixture
-async def settings(broker: Broker) -> Settings:
-    """Settings for the session's broker, its topics ensured."""
-    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
-    await ensure_topics(configured)
-    return configured
 
 
 async def test_a_live_coordinator_and_agent_move_their_series(settings: Settings, tmp_path: Path):

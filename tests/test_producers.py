@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
-from coordinator.live import ScriptedAgent, eventually, journal, named
+from coordinator.live import crew, eventually, journal, named
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell.recovery import reader, records_to_end
-from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.schemas.codec import decode_record
@@ -68,26 +67,11 @@ def producer(request: pytest.FixtureRequest) -> Producer:
     return request.param
 
 
-@pytest.fixture
-async def topics(settings: Settings) -> Settings:
-    """The session's settings, their topics ensured."""
-    await ensure_topics(settings)
-    return settings
-
-
 @contextlib.asynccontextmanager
 async def region_0(settings: Settings, capability: str, first_slot: int, data_dir: Path) -> AsyncIterator[None]:
     """Two scripted agents with a capability unique to the test, and region-0's coordinator, while the block runs."""
-    agents = [ScriptedAgent(settings, f"{capability}-{index}", first_slot + index, REGION,
-                            [capability, "decision_making"]) for index in range(2)]
-    serving = [asyncio.create_task(agent.run()) for agent in agents]
-    try:
-        async with CoordinatorService(settings, REGION, data_dir=data_dir):
-            yield
-    finally:
-        for task in serving:
-            task.cancel()
-        await asyncio.gather(*serving, return_exceptions=True)
+    async with crew(settings, REGION, 2, capability, first_slot), CoordinatorService(settings, REGION, data_dir=data_dir):
+        yield
 
 
 async def produce(producer: Producer, settings: Settings, *args: str) -> str:
@@ -140,12 +124,12 @@ def schemas_copy(tmp_path: Path, *, extra_field: bool = False, stale_lock: bool 
     return copy
 
 
-async def test_a_mission_from_the_client_completes(producer: Producer, topics: Settings, tmp_path: Path):
+async def test_a_mission_from_the_client_completes(producer: Producer, settings: Settings, tmp_path: Path):
     capability = f"{producer.name}-{uuid.uuid4().hex[:8]}"
-    async with region_0(topics, capability, producer.first_slot, tmp_path):
-        mission_id = await produce(producer, topics, "--region", REGION, "--title", f"from {producer.name}",
+    async with region_0(settings, capability, producer.first_slot, tmp_path):
+        mission_id = await produce(producer, settings, "--region", REGION, "--title", f"from {producer.name}",
                                    "--task", "a=say a", "--task", "b=say b", "--capability", capability)
-        events = await eventually(lambda: completed(topics, mission_id))
+        events = await eventually(lambda: completed(settings, mission_id))
     [accepted], [done] = named(events, "MissionAccepted"), named(events, "MissionCompleted")
     assert accepted.data["title"] == f"from {producer.name}"
     assert [(t["task_id"], t["prompt"], t["required_capabilities"]) for t in accepted.data["tasks"]] == [
@@ -153,15 +137,15 @@ async def test_a_mission_from_the_client_completes(producer: Producer, topics: S
     assert (done.data["success"], done.data["tasks_completed"]) == (True, 2)
 
 
-async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(producer: Producer, topics: Settings,
+async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(producer: Producer, settings: Settings,
                                                                      tmp_path: Path):
     # Node and Java fingerprint the edited schema themselves; the kcat script takes the fingerprint from the lock.
     foreign = schemas_copy(tmp_path, extra_field=producer.name != "kcat", stale_lock=producer.name == "kcat")
-    async with region_0(topics, f"{producer.name}-{uuid.uuid4().hex[:8]}", producer.first_slot, tmp_path):
-        mission_id = await produce(producer, topics, "--region", REGION, "--task", "a=say a", "--schemas", str(foreign))
-        [letter] = await eventually(lambda: dead_letters(topics, mission_id))
+    async with region_0(settings, f"{producer.name}-{uuid.uuid4().hex[:8]}", producer.first_slot, tmp_path):
+        mission_id = await produce(producer, settings, "--region", REGION, "--task", "a=say a", "--schemas", str(foreign))
+        [letter] = await eventually(lambda: dead_letters(settings, mission_id))
     assert letter.data["origin_topic"] == "swarm.missions"
     assert letter.data["error_type"] == "DecodeError"
     assert "unknown schema fingerprint" in letter.data["reason"], letter.data["reason"]
     assert letter.data["payload"][:2] == b"\xc3\x01"
-    assert not await journal(topics, REGION, mission_id)
+    assert not await journal(settings, REGION, mission_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import signal
@@ -13,20 +12,11 @@ import pytest
 from agent_harness import Log, send_inbox, start_agent, stop_agent, task_assigned
 
 from swarmlog.actors.actions import parse_action
-from swarmlog.kafka.admin import ensure_topics
 from swarmlog.settings import Settings
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
                                 reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
 TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
-
-
-@pytest.fixture
-async def settings(broker) -> Settings:
-    """Settings on the session's broker, with every topic created."""
-    settings = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
-    await ensure_topics(settings)
-    return settings
 
 
 @pytest.fixture

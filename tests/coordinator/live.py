@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -77,6 +78,27 @@ class ScriptedAgent:
     def _event(self, name: str, **fields: Any) -> Event:
         """An event stamped by this agent."""
         return stamp(name, producer=f"agent:{self.agent_id}", correlation_id=fields.get("mission_id"), **fields)
+
+
+@contextlib.asynccontextmanager
+async def serving(agents: Sequence[ScriptedAgent]) -> AsyncIterator[Sequence[ScriptedAgent]]:
+    """The agents run while the block runs, and stop with it."""
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        yield agents
+    finally:
+        for running in tasks:
+            running.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def crew(settings: Settings, region: str, size: int, capability: str, first_slot: int,
+               latency_s: float = 0.05) -> AsyncIterator[Sequence[ScriptedAgent]]:
+    """Scripted agents of one region with a capability unique to the test, serving while the block runs."""
+    async with serving([ScriptedAgent(settings, f"{capability}-{index}", first_slot + index, region,
+                                      [capability, "decision_making"], latency_s) for index in range(size)]) as agents:
+        yield agents
 
 
 async def submit(settings: Settings, mission_id: str, region: str, tasks: list[dict[str, Any]]) -> None:

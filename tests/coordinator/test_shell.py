@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import os
@@ -10,7 +9,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,35 +16,10 @@ import pytest
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.envelope import stamp
-from swarmlog.kafka.admin import ensure_topics
-from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
 from .harness import task
-from .live import ScriptedAgent, attempts, eventually, journal, named, submit
-
-
-@pytest.fixture
-async def settings(broker: Broker) -> Settings:
-    """Settings for the session's broker, its topics ensured."""
-    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
-    await ensure_topics(configured)
-    return configured
-
-
-@contextlib.asynccontextmanager
-async def crew(settings: Settings, region: str, size: int, capability: str, first_slot: int,
-               latency_s: float = 0.05) -> AsyncIterator[list[ScriptedAgent]]:
-    """Scripted agents of one region with a capability unique to the test, serving while the block runs."""
-    agents = [ScriptedAgent(settings, f"{capability}-{index}", first_slot + index, region,
-                            [capability, "decision_making"], latency_s) for index in range(size)]
-    tasks = [asyncio.create_task(agent.run()) for agent in agents]
-    try:
-        yield agents
-    finally:
-        for running in tasks:
-            running.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+from .live import ScriptedAgent, attempts, crew, eventually, journal, named, submit
 
 
 def assert_each_attempt_once(events: list, agents: list[ScriptedAgent]) -> None:

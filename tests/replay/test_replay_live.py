@@ -15,24 +15,14 @@ from typer.testing import CliRunner, Result
 from swarmlog.cli import app
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
-from swarmlog.kafka.admin import ensure_topics
-from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
 import replay_scenarios  # noqa: F401  (it puts tests/ on sys.path, for the coordinator's test helpers)
 from coordinator.harness import task  # noqa: E402
-from coordinator.live import ScriptedAgent, eventually, journal, named, submit  # noqa: E402
+from coordinator.live import crew, eventually, journal, named, submit  # noqa: E402
 
 pytestmark = pytest.mark.kafka_only
 REGION = "region-0"
-
-
-@pytest.fixture
-async def settings(broker: Broker) -> Settings:
-    """Settings for the session's broker, its topics ensured."""
-    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
-    await ensure_topics(configured)
-    return configured
 
 
 async def replay(settings: Settings, *args: str) -> Result:
@@ -45,17 +35,10 @@ async def replay(settings: Settings, *args: str) -> Result:
 async def live_run(settings: Settings, tmp_path: Path) -> tuple[str, str, Path]:
     """A two-task mission run to completion by the coordinator shell and two scripted agents; (mission, agent, dir)."""
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"replay-{uuid.uuid4().hex[:8]}"
-    agents = [ScriptedAgent(settings, f"{capability}-{i}", 40 + i, REGION, [capability, "decision_making"])
-              for i in range(2)]
-    running = [asyncio.create_task(agent.run()) for agent in agents]
-    try:
-        async with CoordinatorService(settings, REGION, data_dir=tmp_path):
-            await submit(settings, mission_id, REGION, [task("a", capability), task("b", capability)])
-            await eventually(lambda: _completed(settings, mission_id))
-    finally:
-        for each in running:
-            each.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+    async with crew(settings, REGION, 2, capability, 40) as agents, CoordinatorService(settings, REGION,
+                                                                                      data_dir=tmp_path):
+        await submit(settings, mission_id, REGION, [task("a", capability), task("b", capability)])
+        await eventually(lambda: _completed(settings, mission_id))
     return mission_id, agents[0].agent_id, tmp_path
 
 
