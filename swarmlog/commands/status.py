@@ -13,23 +13,24 @@ import dataclasses
 from typing import Annotated, Any
 
 import typer
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from rich.table import Table
 
 from swarmlog.commands.common import one_line_errors, out, print_json
 from swarmlog.coordinator import Config, initial
-from swarmlog.coordinator.shell.recovery import JOURNAL, reader, recover, records_to_end
+from swarmlog.coordinator.shell.recovery import reader, recover
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
-from swarmlog.errors import ConfigError, DecodeError, ServiceError
+from swarmlog.errors import ConfigError, ServiceError
 from swarmlog.kafka.producer import idempotence_supported
+from swarmlog.replay.fold import decoded
+from swarmlog.replay.source import Span, read
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings, require_reachable
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, evolve_agent
-from swarmlog.topics import spec_for
 
 REGISTRY = "swarm.agents.registry"
 HEARTBEATS = "swarm.agents.heartbeats"
@@ -88,42 +89,11 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
 
 
 async def read_topic(settings: Settings, topic: str, since_ms: int | None = None) -> list[Event]:
-    """A topic's events from every partition (from `since_ms` when given) up to its current end; bad records skipped."""
-    codec = codec_for(settings.schema_registry_url)
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status",
-                                enable_auto_commit=False, auto_offset_reset="earliest")
-    await _start(consumer, settings)
-    events: list[Event] = []
-    try:
-        async with asyncio.timeout(READ_TIMEOUT_S):
-            partitions = [TopicPartition(topic, p) for p in range(spec_for(settings, topic).partitions)]
-            consumer.assign(partitions)
-            await consumer.seek_to_beginning(*partitions)
-            if since_ms is not None:
-                await _seek_to_time(consumer, partitions, since_ms)
-            for tp in partitions:
-                async for record in records_to_end(consumer, tp):
-                    try:
-                        events.append(codec.decode_record(record.value or b"", tp.topic, tp.partition, record.offset))
-                    except DecodeError:
-                        continue  # the dead-letter topic is where consumers report these; status only skips them
-    except TimeoutError:
-        raise ServiceError(f"reading {topic} took over {READ_TIMEOUT_S:.0f} s; is the broker healthy?") from None
-    finally:
-        await consumer.stop()
-    return events
-
-
-async def _seek_to_time(consumer: AIOKafkaConsumer, partitions: list[TopicPartition], since_ms: int) -> None:
-    """Seek each partition to its first record at or after `since_ms`; to its end when there is none."""
-    try:
-        found = await consumer.offsets_for_times({tp: since_ms for tp in partitions})
-    except KafkaError:
-        return  # a broker without ListOffsets by time: read from the beginning instead
-    ends = await consumer.end_offsets(partitions)
-    for tp in partitions:
-        at = found.get(tp)
-        consumer.seek(tp, at.offset if at is not None else ends[tp])
+    """A topic's events (from `since_ms` when given) up to its current end; undecodable records skipped."""
+    reading = await read(settings, [topic], Span(from_ms=since_ms), timeout_s=READ_TIMEOUT_S)
+    # The dead-letter topic is where consumers report undecodable records; status only leaves them out.
+    return [event for _, event in decoded(reading.records, codec_for(settings.schema_registry_url))
+            if isinstance(event, Event)]
 
 
 async def _start(client: Any, settings: Settings) -> None:
