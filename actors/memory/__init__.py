@@ -1,0 +1,1 @@
+"""The agents' semantic memory: embeddings, an in-process vector index, and the Redis memory bus."""
