@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from datetime import datetime
 from typing import Any, Literal
 
@@ -121,7 +121,7 @@ def jsonable(value: Any) -> Any:
         return {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {_name(key): jsonable(item) for key, item in sorted(value.items(), key=lambda kv: _name(kv[0]))}
-    if isinstance(value, (set, frozenset)):
+    if isinstance(value, Set):
         return sorted((jsonable(item) for item in value), key=canonical)
     if isinstance(value, (list, tuple)):
         return [jsonable(item) for item in value]

@@ -12,11 +12,12 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from swarmlog.schemas.events import Event, to_millis
 
 from .alerts import alert, from_millis
+from .persistent import PMap, PSet, replace
 
 DEFAULT_WINDOW_MS = 60_000
 
@@ -39,7 +40,7 @@ class AgentUsage:
 
     window_start: int
     used: int = 0
-    generations: frozenset[str] = frozenset()
+    generations: Set[str] = PSet()
     exceeded_window: int | None = None
     throttled_until: int | None = None
 
@@ -48,7 +49,7 @@ class AgentUsage:
 class Budgets:
     """Usage by agent id, with the window length the fold buckets by."""
 
-    agents: Mapping[str, AgentUsage] = dataclasses.field(default_factory=dict)
+    agents: Mapping[str, AgentUsage] = dataclasses.field(default_factory=PMap)
     window_ms: int = DEFAULT_WINDOW_MS
 
 
@@ -69,7 +70,7 @@ def evolve(state: Budgets, event: Event) -> Budgets:
         return state
     if after == before:
         return state
-    return dataclasses.replace(state, agents={**state.agents, agent_id: after})
+    return replace(state, agents=PMap.of(state.agents).set(agent_id, after))
 
 
 def decide_budget(state: Budgets, trigger: Event | int, policy: BudgetPolicy) -> list[Event]:
@@ -125,12 +126,12 @@ def _used(usage: AgentUsage | None, event: Event, window: int) -> AgentUsage:
     tokens = max(0, data["prompt_tokens"]) + max(0, data["completion_tokens"])
     generation = data["generation_id"]
     if usage is None:
-        return AgentUsage(window, tokens, frozenset({generation}))
+        return AgentUsage(window, tokens, PSet((generation,)))
     if window < usage.window_start or (window == usage.window_start and generation in usage.generations):
         return usage
     if window > usage.window_start:
-        return dataclasses.replace(usage, window_start=window, used=tokens, generations=frozenset({generation}))
-    return dataclasses.replace(usage, used=usage.used + tokens, generations=usage.generations | {generation})
+        return replace(usage, window_start=window, used=tokens, generations=PSet((generation,)))
+    return replace(usage, used=usage.used + tokens, generations=PSet(usage.generations).add(generation))
 
 
 def _exceeded(usage: AgentUsage | None, data: Mapping) -> AgentUsage:
@@ -139,10 +140,10 @@ def _exceeded(usage: AgentUsage | None, data: Mapping) -> AgentUsage:
         return AgentUsage(start, exceeded_window=start, throttled_until=end)
     if usage.exceeded_window is not None and start <= usage.exceeded_window:
         return usage
-    return dataclasses.replace(usage, exceeded_window=start, throttled_until=end)
+    return replace(usage, exceeded_window=start, throttled_until=end)
 
 
 def _restored(usage: AgentUsage, data: Mapping) -> AgentUsage:
     if usage.throttled_until is None or to_millis(data["window_start"]) < usage.throttled_until:
         return usage
-    return dataclasses.replace(usage, throttled_until=None)
+    return replace(usage, throttled_until=None)

@@ -20,6 +20,7 @@ from typing import Literal
 from swarmlog.schemas.events import Event
 
 from .alerts import alert, from_millis
+from .persistent import PMap, replace
 
 Liveness = Literal["alive", "dead", "deregistered"]
 DEFAULT_TIMEOUT_MS = 5000
@@ -56,7 +57,7 @@ class AgentView:
 class Registry:
     """Every agent's view, by agent id (never mutated once built)."""
 
-    agents: Mapping[str, AgentView] = dataclasses.field(default_factory=dict)
+    agents: Mapping[str, AgentView] = dataclasses.field(default_factory=PMap)
 
 
 INITIAL = Registry()
@@ -72,9 +73,9 @@ def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
     if event.name == "AgentHeartbeat" and of_this_run:
         return _heartbeat(view, event.data, event.occurred_at_ms)
     if event.name == "AgentDeclaredDead" and of_this_run:
-        return dataclasses.replace(view, liveness="dead") if view.alive else view
+        return replace(view, liveness="dead") if view.alive else view
     if event.name == "AgentDeregistered" and event.occurred_at_ms >= view.registered_at_ms:
-        return dataclasses.replace(view, liveness="deregistered")
+        return replace(view, liveness="deregistered")
     return view
 
 
@@ -87,7 +88,7 @@ def evolve(state: Registry, event: Event) -> Registry:
     after = evolve_agent(before, event)
     if after is None or after == before:
         return state
-    return Registry({**state.agents, agent_id: after})
+    return Registry(PMap.of(state.agents).set(agent_id, after))
 
 
 def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[Event]:
@@ -133,8 +134,8 @@ def _registered(view: AgentView | None, event: Event) -> AgentView:
 def _heartbeat(view: AgentView, data: Mapping, at_ms: int) -> AgentView:
     latest = max(view.last_heartbeat_ms, at_ms)
     if data["sequence"] <= view.last_sequence:
-        return dataclasses.replace(view, last_heartbeat_ms=latest)
-    return dataclasses.replace(
+        return replace(view, last_heartbeat_ms=latest)
+    return replace(
         view,
         last_heartbeat_ms=latest,
         last_sequence=data["sequence"],

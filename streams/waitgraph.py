@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from swarmlog.schemas.events import Event
 
 from .alerts import alert, from_millis
+from .persistent import PMap, TimedMap, replace
 
 DEFAULT_RETENTION_MS = 300_000
 
@@ -44,9 +45,9 @@ class Cycle:
 class WaitGraph:
     """Active waits, the waits that ended recently, and the standing cycles already reported."""
 
-    waits: Mapping[str, Wait] = dataclasses.field(default_factory=dict)
-    outgoing: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    ended: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    waits: Mapping[str, Wait] = dataclasses.field(default_factory=PMap)
+    outgoing: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=PMap)
+    ended: Mapping[str, int] = dataclasses.field(default_factory=TimedMap)
     reported: frozenset[tuple[str, ...]] = frozenset()
     retention_ms: int = DEFAULT_RETENTION_MS
 
@@ -125,10 +126,10 @@ def _started(state: WaitGraph, event: Event) -> WaitGraph:
     if wait_id in state.waits or wait_id in state.ended:
         return state
     wait = Wait(wait_id, data["waiter_agent_id"], data["waits_for_agent_id"], event.occurred_at_ms)
-    return dataclasses.replace(
+    return replace(
         state,
-        waits={**state.waits, wait_id: wait},
-        outgoing={**state.outgoing, wait.waiter: state.outgoing.get(wait.waiter, frozenset()) | {wait_id}},
+        waits=PMap.of(state.waits).set(wait_id, wait),
+        outgoing=PMap.of(state.outgoing).set(wait.waiter, state.outgoing.get(wait.waiter, frozenset()) | {wait_id}),
     )
 
 
@@ -137,21 +138,20 @@ def _ended(state: WaitGraph, event: Event) -> WaitGraph:
     if wait_id in state.ended:
         return state
     at_ms = event.occurred_at_ms
-    horizon = at_ms - state.retention_ms
-    ended = {other: when for other, when in state.ended.items() if when >= horizon}
-    ended[wait_id] = at_ms
-    waits, outgoing = dict(state.waits), dict(state.outgoing)
-    wait = waits.pop(wait_id, None)
+    ended = TimedMap.of(state.ended).expire(at_ms - state.retention_ms).set(wait_id, at_ms)
+    waits, outgoing = PMap.of(state.waits), PMap.of(state.outgoing)
+    wait = waits.get(wait_id)
     if wait is not None:
-        remaining = outgoing.pop(wait.waiter) - {wait_id}
-        if remaining:
-            outgoing[wait.waiter] = remaining
-    reported = frozenset(key for key in state.reported if wait_id not in key)
-    return dataclasses.replace(state, waits=waits, outgoing=outgoing, ended=ended, reported=reported)
+        waits, remaining = waits.delete(wait_id), outgoing[wait.waiter] - {wait_id}
+        outgoing = outgoing.set(wait.waiter, remaining) if remaining else outgoing.delete(wait.waiter)
+    reported = state.reported
+    if any(wait_id in key for key in reported):
+        reported = frozenset(key for key in reported if wait_id not in key)
+    return replace(state, waits=waits, outgoing=outgoing, ended=ended, reported=reported)
 
 
 def _reported(state: WaitGraph, event: Event) -> WaitGraph:
     key = canonical(event.data["cycle"], event.data["wait_ids"]).wait_ids
     if key in state.reported or any(wait_id in state.ended for wait_id in key):
         return state
-    return dataclasses.replace(state, reported=state.reported | {key})
+    return replace(state, reported=state.reported | {key})

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import json
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from swarmlog.schemas.events import Event
@@ -33,9 +33,9 @@ def stable(value: Any) -> str:
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (set, frozenset)):
+    if isinstance(value, Set):
         return sorted((_plain(item) for item in value), key=json.dumps)
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]

@@ -1,0 +1,52 @@
+"""The persistent structures behave as the dict, frozenset and pruned dict they replace, and never change in place."""
+
+from __future__ import annotations
+
+import pickle
+
+from hypothesis import given, settings, strategies as st
+
+from swarmlog.streams.persistent import PMap, PSet, TimedMap
+
+KEYS = st.text(max_size=3)
+MAP_STEPS = st.lists(st.tuples(st.booleans(), KEYS, st.integers()), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(MAP_STEPS)
+def test_a_pmap_is_the_dict_it_was_built_like(steps):
+    plain, persistent, history = {}, PMap(), []
+    for put, key, value in steps:
+        history.append((persistent, dict(plain)))
+        if put:
+            plain[key], persistent = value, persistent.set(key, value)
+        else:
+            plain.pop(key, None)
+            persistent = persistent.delete(key)
+        assert persistent == plain and len(persistent) == len(plain)
+    assert all(earlier == snapshot for earlier, snapshot in history)
+    assert pickle.loads(pickle.dumps(persistent)) == plain and sorted(persistent) == sorted(plain)
+
+
+@given(st.lists(KEYS, max_size=100))
+def test_a_pset_is_the_frozenset_it_was_built_like(items):
+    persistent = PSet()
+    for item in items:
+        persistent = persistent.add(item)
+    assert persistent == frozenset(items) and frozenset(items) == persistent
+    assert pickle.loads(pickle.dumps(persistent)) == frozenset(items)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), KEYS, st.integers(0, 1000)), max_size=300))
+def test_a_timed_map_expires_like_a_pruned_dict(steps):
+    plain, timed, history = {}, TimedMap(), []
+    for expire, key, at in steps:
+        history.append((timed, dict(plain)))
+        if expire:
+            plain, timed = {k: when for k, when in plain.items() if when >= at}, timed.expire(at)
+        else:
+            plain[key], timed = at, timed.set(key, at)
+        assert timed == plain and len(timed) == len(plain)
+    assert all(earlier == snapshot for earlier, snapshot in history)
+    assert pickle.loads(pickle.dumps(timed)) == plain
