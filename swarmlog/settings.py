@@ -38,6 +38,8 @@ class Settings:
     replication_factor: int = 1
     max_message_bytes: int = 1_000_000
     metrics_port: int = 0
+    memory_flush_ms: int = 500
+    memory_ttl_s: int = 3600
 
     def __post_init__(self) -> None:
         if self.broker not in get_args(BrokerKind):
@@ -50,7 +52,8 @@ class Settings:
             parse_bootstrap(self.bootstrap)
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"SWARMLOG_REDIS_URL={self.redis_url!r} must start with redis://, rediss:// or unix://")
-        for name in ("inbox_partitions", "regions", "default_partitions", "replication_factor", "max_message_bytes"):
+        for name in ("inbox_partitions", "regions", "default_partitions", "replication_factor", "max_message_bytes",
+                     "memory_flush_ms", "memory_ttl_s"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"SWARMLOG_{name.upper()} must be at least 1, got {getattr(self, name)}")
         if not 0 <= self.metrics_port <= 65535:

@@ -1,7 +1,8 @@
 """The Redis memory projection: experiences become keys with an absolute expiry, written in batches every tick.
 
-Records are taken in chunks of up to one tick; a chunk's writes are flushed with one pipeline of SET ... PXAT
-before the chunk is acknowledged, so a crash repeats writes (idempotent) and never loses one.
+Records are taken in chunks of up to one tick; a chunk's writes are flushed with one pipeline of SET ... PXAT, each
+announced on the memory bus feed (swarmlog/memorybus.py), before the chunk is acknowledged, so a crash repeats
+writes (idempotent) and never loses one.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import faust
 import redis.asyncio as aioredis
 
+from swarmlog import memorybus
 from swarmlog.streams.memory import WriteBatcher, plan_write
 
 from .config import StreamsConfig
@@ -34,10 +36,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> None:
                         writes += closed
                 writes += batcher.flush()[1]
                 if writes:
-                    async with client.pipeline(transaction=False) as pipe:
-                        for write in writes:
-                            pipe.set(write.key, write.value, pxat=write.expire_at_ms)
-                        await pipe.execute()
+                    await memorybus.write(client, writes, now)
         finally:
             await client.aclose()
 

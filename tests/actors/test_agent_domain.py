@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from swarmlog.actors.domain import AgentState, Decision, Receive, Rejected, Vote, Work, decide, evolve, initial
-from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, released
+from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, experience, released, taken
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
 
@@ -119,6 +119,23 @@ def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
     events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200))
     assert events[-1].data["failure"] == "MALFORMED_OUTPUT"
     encode(released(after, "stopping", 2_300))
+
+
+def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embedding():
+    events, _ = advance(run_of(3), '{"action": "remember", "content": "2+2 is 4", "confidence": 1}',
+                        Usage(10, 5, 2_100))
+    step = taken(events)
+    recorded = experience(step, [0.6, 0.8], node="n1", ttl_s=600)
+    assert recorded.event_id == recorded.data["experience_id"] == f"{step.data['causation_id']}/experience-1"
+    assert (recorded.data["content"], recorded.data["embedding"], recorded.occurred_at_ms) == ("2+2 is 4",
+                                                                                               [0.6, 0.8], 2_100)
+    assert recorded.data["mission_id"] == "m1" and recorded.data["ttl_s"] == 600
+    encode(recorded)
+    assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200))[0]) is None
+
+
+def test_recalled_memories_are_in_the_prompt():
+    assert "Recalled memories:\n- 2+2 is 4" in run_of(3).prompt(memories=("2+2 is 4",))
 
 
 @given(st.lists(st.text(max_size=60), max_size=6))

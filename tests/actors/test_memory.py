@@ -1,0 +1,191 @@
+"""Semantic memory: the index finds the nearest live memories; the Redis bus honours TTL, batches, and crosses nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import numpy as np
+import pytest
+import redis
+
+from swarmlog import memorybus
+from swarmlog.actors.memory.embeddings import MiniLM
+from swarmlog.actors.memory.index import VectorIndex
+from swarmlog.actors.memory.semantic import SemanticMemory
+from swarmlog.envelope import now_ms
+from swarmlog.schemas.events import Event
+
+# Distinct topics; each query must bring back its own experience first.
+EXPERIENCES = {
+    "kafka": "Kafka consumers in one group split the partitions of a topic between them.",
+    "redis": "Redis keys set with PXAT expire at an absolute Unix time in milliseconds.",
+    "python": "A Python list comprehension builds a new list from an iterable in one expression.",
+    "cooking": "Bake the bread at 220 degrees for thirty minutes until the crust is golden.",
+    "football": "The striker scored twice in the second half and the team won the league.",
+    "astronomy": "Jupiter is the largest planet of the solar system and has dozens of moons.",
+    "medicine": "Antibiotics treat bacterial infections but do nothing against viruses.",
+    "finance": "The central bank raised interest rates to slow down inflation.",
+    "music": "The orchestra tuned to the oboe's A before playing the symphony.",
+    "gardening": "Tomato plants need full sun, deep watering and a stake to climb.",
+}
+QUERIES = {
+    "kafka": "how are topic partitions shared among consumers of a group?",
+    "redis": "when does a key with an absolute expiry time disappear?",
+    "python": "syntax to create a list from another sequence",
+    "cooking": "what oven temperature for baking a loaf?",
+    "football": "who won the match and how many goals?",
+    "astronomy": "which planet is the biggest?",
+    "medicine": "can I take penicillin for the flu?",
+    "finance": "why did borrowing costs go up?",
+    "music": "how does an orchestra get in tune?",
+    "gardening": "how to grow tomatoes",
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> MiniLM:
+    return MiniLM()
+
+
+def recorded(model: MiniLM, content: str, *, ttl_s: int = 3600, at_ms: int | None = None,
+             experience_id: str | None = None) -> Event:
+    """An ExperienceRecorded of `content` with its real embedding."""
+    experience_id = experience_id or uuid.uuid4().hex
+    return Event("ExperienceRecorded", {
+        "event_id": experience_id, "occurred_at": now_ms() if at_ms is None else at_ms, "correlation_id": None,
+        "causation_id": None, "producer": "agent:test", "experience_id": experience_id, "agent_id": "test",
+        "node": "n1", "kind": "remember", "content": content, "embedding": model.embed([content])[0].tolist(),
+        "ttl_s": ttl_s, "mission_id": None,
+    })
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def eventually(check, timeout_s: float = 10.0):
+    """Poll `check` until it returns something truthy, or fail at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := check()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+    return result
+
+
+async def eventually_async(check, timeout_s: float = 10.0):
+    """Await `check` until it returns something truthy, or fail at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := await check()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+    return result
+
+
+def test_the_index_returns_the_nearest_first_and_at_most_k():
+    index = VectorIndex(3, capacity=1)
+    for key, vector in {"x": unit(1, 0, 0), "xy": unit(1, 1, 0), "y": unit(0, 1, 0), "z": unit(0, 0, 1)}.items():
+        index.add(key, vector, key, expire_at_ms=10**13)
+    hits = index.search(unit(1, 0.2, 0), k=2, now_ms=0)
+    assert [hit.key for hit in hits] == ["x", "xy"]
+    assert hits[0].score > hits[1].score
+    assert [hit.key for hit in index.search(unit(0, 0, 1), k=10, now_ms=0)][0] == "z"
+    assert len(index.search(unit(0, 0, 1), k=10, now_ms=0)) == 4
+
+
+def test_the_index_never_returns_an_expired_memory_and_evicts_them():
+    index = VectorIndex(2)
+    index.add("old", unit(1, 0), "old", expire_at_ms=1_000)
+    index.add("new", unit(0.9, 0.1), "new", expire_at_ms=5_000)
+    assert [hit.key for hit in index.search(unit(1, 0), k=2, now_ms=999)] == ["old", "new"]
+    assert [hit.key for hit in index.search(unit(1, 0), k=2, now_ms=1_000)] == ["new"]
+    assert len(index) == 1 and "old" not in index
+    assert index.search(unit(1, 0), k=2, now_ms=5_000) == []
+
+
+def test_adding_a_known_key_replaces_it():
+    index = VectorIndex(2)
+    index.add("a", unit(1, 0), "first", expire_at_ms=10**13)
+    index.add("a", unit(0, 1), "second", expire_at_ms=10**13)
+    assert len(index) == 1
+    assert index.search(unit(0, 1), k=1, now_ms=0)[0].content == "second"
+
+
+async def test_recall_brings_back_the_relevant_experience_first(model):
+    async with SemanticMemory(None, model=model) as memory:
+        for topic, content in EXPERIENCES.items():
+            memory.remember(recorded(model, content, experience_id=topic))
+        assert len(memory) == len(EXPERIENCES)
+        for topic, query in QUERIES.items():
+            hits = await memory.recall(query, k=3)
+            assert hits[0].key == f"experience:{topic}", (query, hits)
+
+
+async def test_an_experience_expires_on_redis_at_its_own_time_and_leaves_recall(model, redis_url):
+    content = f"the deploy window closes at midnight {uuid.uuid4().hex}"
+    # Recorded 3598.5 s ago with a one-hour TTL: it has 1.5 s left, on Redis and in the index alike.
+    experience = recorded(model, content, at_ms=now_ms() - 3_598_500)
+    key = f"experience:{experience.data['experience_id']}"
+    store = redis.Redis.from_url(redis_url)
+    async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
+        memory.remember(experience)
+        assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
+        eventually(lambda: store.get(key) is not None)
+        assert store.pexpiretime(key) == experience.data["occurred_at"] + 3_600_000
+        eventually(lambda: store.get(key) is None)
+        assert content not in [hit.content for hit in await memory.recall(content, k=3)]
+
+
+async def test_an_already_expired_experience_is_neither_indexed_nor_written(model, redis_url):
+    experience = recorded(model, "stale news", ttl_s=1, at_ms=now_ms() - 10_000)
+    async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
+        memory.remember(experience)
+        assert "stale news" not in [hit.content for hit in await memory.recall("stale news", k=3)]
+        await memory.flush()
+    assert redis.Redis.from_url(redis_url).get(f"experience:{experience.data['experience_id']}") is None
+
+
+async def test_writes_of_one_interval_reach_redis_in_one_pipeline(model, redis_url, monkeypatch):
+    batches = []
+    write = memorybus.write
+
+    async def counted(client, writes, at_ms):
+        batches.append(len(writes))
+        await write(client, writes, at_ms)
+
+    monkeypatch.setattr(memorybus, "write", counted)
+    experiences = [recorded(model, f"note {index} {uuid.uuid4().hex}") for index in range(5)]
+    store = redis.Redis.from_url(redis_url)
+    async with SemanticMemory(redis_url, flush_ms=200, model=model) as memory:
+        for experience in experiences:
+            memory.remember(experience)
+        await eventually_async(lambda: asyncio.to_thread(
+            lambda: all(store.exists(f"experience:{e.data['experience_id']}") for e in experiences)))
+    assert batches == [5]
+
+
+async def test_nothing_is_written_before_the_interval_ends_and_stopping_flushes(model, redis_url):
+    experience = recorded(model, f"flushed on stop {uuid.uuid4().hex}")
+    key = f"experience:{experience.data['experience_id']}"
+    store = redis.Redis.from_url(redis_url)
+    async with SemanticMemory(redis_url, flush_ms=3_600_000, model=model) as memory:
+        memory.remember(experience)
+        await asyncio.sleep(0.3)
+        assert store.get(key) is None
+    assert store.get(key) is not None
+
+
+async def test_an_agent_recalls_what_another_node_remembered(model, redis_url):
+    content = f"the staging database password rotates every Monday {uuid.uuid4().hex}"
+    async with SemanticMemory(redis_url, flush_ms=50, model=model) as reader, \
+            SemanticMemory(redis_url, flush_ms=50, model=model) as writer:
+        writer.remember(recorded(model, content))
+
+        async def recalled():
+            return [hit.content for hit in await reader.recall(content, k=1)] == [content]
+
+        await eventually_async(recalled)
+    async with SemanticMemory(redis_url, model=model) as late:
+        assert [hit.content for hit in await late.recall(content, k=1)] == [content]
