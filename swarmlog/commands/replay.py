@@ -12,11 +12,13 @@ import typer
 from rich.table import Table
 
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
+from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS, canonical, component
 from swarmlog.replay.diff import Comparison, diff_coordinator, diff_table
 from swarmlog.replay.fold import Problem, Record, replay
+from swarmlog.replay.memory import rebuild_memory
 from swarmlog.replay.source import Reading, Span, read
 from swarmlog.replay.timeline import of_mission, timeline as mission_timeline
 from swarmlog.replay.verify import Verification, default_targets, verify as verify_records
@@ -189,6 +191,16 @@ def verify(
     except ValueError as exc:
         raise _usage(exc) from None
     _verified(asyncio.run(read(settings, topics)), settings.region_names, name, key, as_json)
+
+
+@app.command()
+@one_line_errors
+def memory(as_json: Json = False, bootstrap: Bootstrap = None) -> None:
+    """Write every unexpired experience of swarm.memory.experiences back to the Redis memory bus (after a wipe)."""
+    result = asyncio.run(rebuild_memory(_settings(bootstrap), now_ms()))
+    table = Table("written", "expired", "undecodable", title="memory bus rebuilt from the log")
+    table.add_row(str(result.written), str(result.expired), str(len(result.problems)))
+    _show(dataclasses.asdict(result), as_json, table, *([_problems_table(result.problems)] if result.problems else []))
 
 
 def _verified(reading: Reading | history.History, regions: tuple[str, ...], name: str | None, key: str | None,

@@ -15,6 +15,9 @@ from swarmlog.actors.memory.embeddings import MiniLM
 from swarmlog.actors.memory.index import VectorIndex
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.envelope import now_ms
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.replay.memory import EXPERIENCES as EXPERIENCES_TOPIC
+from swarmlog.replay.memory import rebuild_memory
 from swarmlog.schemas.events import Event
 
 # Distinct topics; each query must bring back its own experience first.
@@ -189,3 +192,20 @@ async def test_an_agent_recalls_what_another_node_remembered(model, redis_url):
         await eventually_async(recalled)
     async with SemanticMemory(redis_url, model=model) as late:
         assert [hit.content for hit in await late.recall(content, k=1)] == [content]
+
+
+async def test_a_wiped_bus_is_rebuilt_from_the_log_and_recalled_again(model, settings):
+    content = f"the canary release goes to one percent first {uuid.uuid4().hex}"
+    alive, expired = recorded(model, content), recorded(model, "long gone", ttl_s=1, at_ms=now_ms() - 60_000)
+    async with EventProducer(settings, client_id="test-memory") as producer:
+        for experience in (alive, expired):
+            await producer.send(EXPERIENCES_TOPIC, experience, key=experience.data["agent_id"])
+    store = redis.Redis.from_url(settings.redis_url)
+    store.delete(*(f"experience:{e.data['experience_id']}" for e in (alive, expired)))
+
+    rebuilt = await rebuild_memory(settings, now_ms())
+
+    assert rebuilt.written >= 1 and rebuilt.expired >= 1 and not rebuilt.problems
+    assert store.get(f"experience:{expired.data['experience_id']}") is None
+    async with SemanticMemory(settings.redis_url, model=model) as memory:
+        assert [hit.content for hit in await memory.recall(content, k=1)] == [content]

@@ -1,0 +1,44 @@
+"""Rebuild the Redis memory bus from the log: every experience of swarm.memory.experiences that has not expired."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import redis.asyncio as aioredis
+
+from swarmlog import memorybus
+from swarmlog.errors import ConfigError
+from swarmlog.replay.fold import Problem, decoded
+from swarmlog.replay.source import read
+from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.streams.memory import plan_write
+
+EXPERIENCES = "swarm.memory.experiences"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """How many experiences went back on the bus, how many had expired, and the records that did not decode."""
+
+    written: int
+    expired: int
+    problems: tuple[Problem, ...]
+
+
+async def rebuild_memory(settings: Settings, now_ms: int) -> Rebuilt:
+    """Write every experience still alive at `now_ms` back to the bus, in pipelines of memorybus.CHUNK keys."""
+    if settings.redis_url is None:
+        raise ConfigError("rebuilding the memory bus needs SWARMLOG_REDIS_URL")
+    reading = await read(settings, [EXPERIENCES])
+    events = list(decoded(reading.records, codec_for(settings.schema_registry_url)))
+    writes = [write for _, item in events if isinstance(item, Event) and (write := plan_write(item, now_ms))]
+    problems = tuple(item for _, item in events if isinstance(item, Problem))
+    client = aioredis.from_url(settings.redis_url)
+    try:
+        for start in range(0, len(writes), memorybus.CHUNK):
+            await memorybus.write(client, writes[start:start + memorybus.CHUNK], now_ms)
+    finally:
+        await client.aclose()
+    return Rebuilt(len(writes), len(events) - len(problems) - len(writes), problems)
