@@ -13,6 +13,7 @@ from fastavro.validation import ValidationError, validate
 
 from swarmlog.errors import DecodeError, EncodeError
 from swarmlog.schemas.catalog import SchemaCatalog, SchemaVersion, default_catalog
+from swarmlog.schemas.compiled import Reader, Unsupported, compile_reader
 from swarmlog.schemas.confluent import ConfluentFraming, HttpSchemaRegistry
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.invariants import Check, InvariantViolation, checks_for
@@ -59,6 +60,8 @@ class _Plan:
     fields: frozenset[str]
     defaults: Mapping[str, Any]
     checks: tuple[Check, ...]
+    fast: Reader | None
+    """The generated reader of bodies written with the latest version (older ones are resolved by fastavro)."""
 
 
 def _plan(written: SchemaVersion, latest: SchemaVersion) -> _Plan:
@@ -72,7 +75,15 @@ def _plan(written: SchemaVersion, latest: SchemaVersion) -> _Plan:
         fields=frozenset(field["name"] for field in fields),
         defaults={field["name"]: field["default"] for field in fields if "default" in field},
         checks=checks_for(latest.name, [field["name"] for field in fields]),
+        fast=_compiled(written) if written is latest else None,
     )
+
+
+def _compiled(version: SchemaVersion) -> Reader | None:
+    try:
+        return compile_reader(version.schema)
+    except Unsupported:
+        return None
 
 
 class Codec:
@@ -122,6 +133,19 @@ class Codec:
                 f"unknown schema fingerprint {fp.hex()}: written with a schema this build does not keep; "
                 "upgrade swarmlog or check the producer"
             )
+        data = _fast_read(plan, payload, start)
+        if data is None:
+            data = self._read(plan, payload, start)
+        try:
+            for check in plan.checks:
+                check(data)
+        except InvariantViolation as exc:
+            raise DecodeError(f"{plan.version.label} breaks an invariant: {exc.reason}") from None
+        return Event(plan.name, data)
+
+    @staticmethod
+    def _read(plan: _Plan, payload: bytes, start: int) -> dict[str, Any]:
+        """The body read by fastavro, resolved into the latest version; DecodeError saying what is wrong with it."""
         buffer = BytesIO(payload)
         buffer.seek(start)
         try:
@@ -133,12 +157,7 @@ class Codec:
             ) from None
         if buffer.tell() != len(payload):
             raise DecodeError(f"{len(payload) - buffer.tell()} trailing bytes after the {plan.version.label} body")
-        try:
-            for check in plan.checks:
-                check(data)
-        except InvariantViolation as exc:
-            raise DecodeError(f"{plan.version.label} breaks an invariant: {exc.reason}") from None
-        return Event(plan.name, data)
+        return data
 
     def decode_record(self, payload: bytes, topic: str, partition: int, offset: int) -> Event:
         """`decode`, with the record's log coordinates on any DecodeError."""
@@ -146,6 +165,17 @@ class Codec:
             return self.decode(payload)
         except DecodeError as exc:
             raise exc.at(topic, partition, offset) from None
+
+
+def _fast_read(plan: _Plan, payload: bytes, start: int) -> dict[str, Any] | None:
+    """The body read by the generated reader, or None where there is none or it doubts the bytes (fastavro decides)."""
+    if plan.fast is None:
+        return None
+    try:
+        data, end = plan.fast(payload, start)
+    except Exception:  # any doubt about the bytes: fastavro reads them again and says what is wrong
+        return None
+    return data if end == len(payload) else None
 
 
 @functools.lru_cache(maxsize=1)

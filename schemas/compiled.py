@@ -1,0 +1,187 @@
+"""Avro binary bodies read by Python source generated once per schema: the fast path of decoding the latest versions.
+
+`compile_reader(schema)` returns `read(payload, start) -> (record, end)`, equal to fastavro's schemaless_reader for
+every body that reader accepts. It raises on anything doubtful (a bad varint, length, index or boolean byte, an
+out-of-range int), and the codec then asks fastavro, so errors read exactly as they always did.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from swarmlog.schemas.events import EPOCH
+
+Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+INT32 = 2**31
+PRIMITIVE_NAMES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+
+
+class Unsupported(ValueError):
+    """The schema uses something the generator does not write code for; fastavro reads it instead."""
+
+
+def _long(payload: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint at `pos`, and the position after it; ValueError past 10 bytes."""
+    result = shift = 0
+    while True:
+        byte = payload[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _int(value: int) -> int:
+    if not -INT32 <= value < INT32:
+        raise ValueError(f"{value} is out of the int range")
+    return value
+
+
+def _length(value: int, pos: int, size: int) -> int:
+    """The end of a `value`-byte run starting at `pos`; ValueError when negative or past the payload."""
+    if value < 0 or pos + value > size:
+        raise ValueError("bad length")
+    return pos + value
+
+
+def _boolean(byte: int) -> bool:
+    if byte > 1:
+        raise ValueError(f"boolean byte {byte}")
+    return byte == 1
+
+
+def _pick(options: tuple, index: int) -> Any:
+    if not 0 <= index < len(options):
+        raise ValueError(f"index {index} out of range")
+    return options[index]
+
+
+class _Generator:
+    """Writes one function per record type; primitives and logical types are inlined into them."""
+
+    def __init__(self) -> None:
+        self.functions: list[str] = []
+        self.names: dict[str, str] = {}
+        self.named_schemas: dict[str, Any] = {}
+        self.constants: dict[str, Any] = {}
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def record(self, schema: Mapping[str, Any], namespace: str) -> str:
+        """The name of the function reading this record (written once per full name)."""
+        full = _full_name(schema, namespace)
+        if full in self.names:
+            return self.names[full]
+        function = self.names[full] = self.fresh("_record")
+        namespace = full.rpartition(".")[0]
+        lines = [f"def {function}(b, p):", "    size = len(b)", "    r = {}"]
+        for field in schema["fields"]:
+            lines += self.value(field["type"], f"r[{field['name']!r}]", namespace, "    ")
+        self.functions.append("\n".join([*lines, "    return r, p"]))
+        return function
+
+    @staticmethod
+    def varint(target: str, indent: str) -> list[str]:
+        """Lines reading a zig-zag varint into `target`: one byte inline, longer ones through `_long`."""
+        return [f"{indent}{target} = b[p]", f"{indent}if {target} < 128:", f"{indent}    p += 1",
+                f"{indent}    {target} = ({target} >> 1) ^ -({target} & 1)", f"{indent}else:",
+                f"{indent}    {target}, p = _long(b, p)"]
+
+    def value(self, schema: Any, target: str, namespace: str, indent: str) -> list[str]:
+        """Lines that read one value of `schema` at `p` into `target` and advance `p`."""
+        if isinstance(schema, list):
+            return self.union(schema, target, namespace, indent)
+        if isinstance(schema, str):
+            if schema in PRIMITIVE_NAMES:
+                return self.primitive(schema, None, target, indent)
+            full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
+            return self.value(self.named_schemas[full], target, namespace, indent)
+        kind = schema["type"]
+        if kind in PRIMITIVE_NAMES:
+            return self.primitive(kind, schema.get("logicalType"), target, indent)
+        if kind == "record":
+            self.named_schemas[_full_name(schema, namespace)] = schema
+            return [f"{indent}{target}, p = {self.record(schema, namespace)}(b, p)"]
+        if kind == "enum":
+            self.named_schemas[_full_name(schema, namespace)] = schema
+            symbols = self.constant(tuple(schema["symbols"]))
+            return [*self.varint("n", indent), f"{indent}{target} = _pick({symbols}, n)"]
+        if kind in ("array", "map"):
+            return self.blocks(schema, target, namespace, indent)
+        raise Unsupported(f"type {kind!r}")
+
+    def primitive(self, kind: str, logical: str | None, target: str, indent: str) -> list[str]:
+        if logical not in (None, "timestamp-millis") or (logical and kind != "long"):
+            raise Unsupported(f"logical type {logical!r} on {kind}")
+        then = {
+            "int": [f"{target} = _int(n)"],
+            "long": [f"{target} = _EPOCH + _timedelta(milliseconds=n)" if logical else f"{target} = n"],
+            "bytes": ["e = _length(n, p, size)", f"{target} = b[p:e]", "p = e"],
+            "string": ["e = _length(n, p, size)", f"{target} = b[p:e].decode()", "p = e"],
+        }.get(kind)
+        if then is not None:
+            return [*self.varint("n", indent), *(indent + line for line in then)]
+        return [indent + line for line in {
+            "null": [f"{target} = None"],
+            "boolean": [f"{target} = _boolean(b[p])", "p += 1"],
+            "float": [f"{target}, = _float(b, p)", "p += 4"],
+            "double": [f"{target}, = _double(b, p)", "p += 8"],
+        }[kind]]
+
+    def union(self, branches: list, target: str, namespace: str, indent: str) -> list[str]:
+        lines = self.varint("n", indent)
+        for index, branch in enumerate(branches):
+            lines.append(f"{indent}{'if' if index == 0 else 'elif'} n == {index}:")
+            lines += self.value(branch, target, namespace, indent + "    ")
+        return [*lines, f"{indent}else:", f"{indent}    raise ValueError(f'union index {{n}}')"]
+
+    def blocks(self, schema: Mapping[str, Any], target: str, namespace: str, indent: str) -> list[str]:
+        """An array or map: blocks of items, a negative count followed by the block's byte size, until 0."""
+        items, count, inner = self.fresh("_items"), self.fresh("_count"), indent + "        "
+        is_map = schema["type"] == "map"
+        lines = [f"{indent}{items} = {{}}" if is_map else f"{indent}{items} = []",
+                 *self.varint(count, indent), f"{indent}while {count}:",
+                 f"{indent}    if {count} < 0:", f"{indent}        {count} = -{count}",
+                 f"{indent}        _, p = _long(b, p)", f"{indent}    for _ in range({count}):"]
+        if is_map:
+            key = self.fresh("_key")
+            lines += self.primitive("string", None, key, inner)
+            lines += self.value(schema["values"], f"{items}[{key}]", namespace, inner)
+        else:
+            item = self.fresh("_item")
+            lines += self.value(schema["items"], item, namespace, inner)
+            lines.append(f"{inner}{items}.append({item})")
+        return [*lines, *self.varint(count, indent + "    "), f"{indent}{target} = {items}"]
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("_const")
+        self.constants[name] = value
+        return name
+
+
+def compile_reader(schema: Mapping[str, Any]) -> Reader:
+    """The generated reader of bodies written with the record `schema`; Unsupported when it cannot make one."""
+    generator = _Generator()
+    entry = generator.record(schema, "")
+    scope: dict[str, Any] = {"_long": _long, "_int": _int, "_length": _length, "_boolean": _boolean, "_pick": _pick,
+                             "_float": struct.Struct("<f").unpack_from, "_double": struct.Struct("<d").unpack_from,
+                             "_EPOCH": EPOCH, "_timedelta": timedelta, **generator.constants}
+    exec(compile("\n\n".join(generator.functions), f"<avro reader {_full_name(schema, '')}>", "exec"), scope)
+    return scope[entry]
+
+
+def _full_name(schema: Mapping[str, Any], namespace: str) -> str:
+    name = schema["name"]
+    if "." in name:
+        return name
+    space = schema.get("namespace", namespace)
+    return f"{space}.{name}" if space else name
