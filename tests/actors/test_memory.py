@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 
 import numpy as np
 import pytest
 import redis
+from agent_harness import Log, send_inbox, task_assigned
 
 from swarmlog import memorybus
+from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.memory.embeddings import MiniLM
 from swarmlog.actors.memory.index import VectorIndex
 from swarmlog.actors.memory.semantic import SemanticMemory
+from swarmlog.actors.shell import Agent, AgentConfig
 from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.replay.memory import EXPERIENCES as EXPERIENCES_TOPIC
@@ -67,15 +71,6 @@ def recorded(model: MiniLM, content: str, *, ttl_s: int = 3600, at_ms: int | Non
 def unit(*values: float) -> np.ndarray:
     vector = np.array(values, np.float32)
     return vector / np.linalg.norm(vector)
-
-
-def eventually(check, timeout_s: float = 10.0):
-    """Poll `check` until it returns something truthy, or fail at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while not (result := check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-    return result
 
 
 async def eventually_async(check, timeout_s: float = 10.0):
@@ -135,9 +130,9 @@ async def test_an_experience_expires_on_redis_at_its_own_time_and_leaves_recall(
     async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
         memory.remember(experience)
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
-        eventually(lambda: store.get(key) is not None)
+        await eventually_async(lambda: asyncio.to_thread(store.exists, key))
         assert store.pexpiretime(key) == experience.data["occurred_at"] + 3_600_000
-        eventually(lambda: store.get(key) is None)
+        await eventually_async(lambda: asyncio.to_thread(lambda: not store.exists(key)))
         assert content not in [hit.content for hit in await memory.recall(content, k=3)]
 
 
@@ -209,3 +204,42 @@ async def test_a_wiped_bus_is_rebuilt_from_the_log_and_recalled_again(model, set
     assert store.get(f"experience:{expired.data['experience_id']}") is None
     async with SemanticMemory(settings.redis_url, model=model) as memory:
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
+
+
+class PromptRecorder(ScriptedBrain):
+    """The scripted brain, keeping every prompt it was given."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.prompts: list[str] = []
+
+    async def generate(self, prompt, json_schema, max_tokens):
+        self.prompts.append(prompt)
+        return await super().generate(prompt, json_schema, max_tokens)
+
+
+async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next_prompt(settings, tmp_path):
+    agent_id, slot, fact = f"mem-{uuid.uuid4().hex[:8]}", 57, f"the build cache lives on node seven {uuid.uuid4().hex}"
+    brain = PromptRecorder(script=[json.dumps({"action": "remember", "content": fact, "confidence": 1}),
+                                   json.dumps({"action": "answer", "content": "done", "confidence": 1})])
+    config = AgentConfig(agent_id=agent_id, capabilities=("coding",), brain="scripted", model=None, gpu=None,
+                         node="n7", region="region-0", slot=slot, data_dir=tmp_path)
+    agent = Agent(config, settings, brain)
+    running = asyncio.create_task(agent.run())
+    try:
+        async with Log(settings, "swarm.memory.experiences", "swarm.tasks.events", "swarm.agents.registry") as log:
+            await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id))
+            await send_inbox(settings, slot, task_assigned(agent_id, slot, "where is the build cache?", task_id="t1"))
+            await log.wait_for(lambda: log.named("TaskCompleted", agent_id=agent_id, task_id="t1"))
+            (recorded_event,) = log.named("ExperienceRecorded", agent_id=agent_id)
+            assert recorded_event.data["content"] == fact and len(recorded_event.data["embedding"]) == 384
+            store = redis.Redis.from_url(settings.redis_url)
+            key = f"experience:{recorded_event.data['experience_id']}"
+            await eventually_async(lambda: asyncio.to_thread(store.get, key))
+            await send_inbox(settings, slot, task_assigned(agent_id, slot, "which node has the build cache?",
+                                                           task_id="t2"))
+            await log.wait_for(lambda: log.named("TaskCompleted", agent_id=agent_id, task_id="t2"))
+        assert f"Recalled memories:\n- {fact}" in brain.prompts[-1]
+    finally:
+        agent.stop()
+        await asyncio.wait_for(running, 30)
