@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +47,7 @@ from swarmlog.topics import spec_for
 TICK_MS = 250
 LAG_EVERY_S = 1.0
 INBOX_TOPIC = "swarm.agents.inbox"
+log = logging.getLogger("swarmlog.coordinator")
 INPUT_TOPICS = ("swarm.missions", "swarm.tasks.events", "swarm.consensus.votes", "swarm.agents.registry",
                 "swarm.control", "swarm.alerts")
 
@@ -104,6 +106,8 @@ class CoordinatorService:
             self._folded = await recover(journal, self._codec, partition, empty,
                                          snapshots.load(self._snapshot_dir), self._recovery_timeout_s)
             self._sensor.on_recovered("coordinator", time.monotonic() - started)
+            log.info("%s recovered the journal to offset %d in %.2f s", self._name, self._folded.offset,
+                     time.monotonic() - started)
             self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
             snapshots.save(self._snapshot_dir, self._folded)
             self._last_bucket = self._folded.clock // TICK_MS
@@ -209,6 +213,8 @@ class CoordinatorService:
             self._folded = self._folded.fold(event, first + index)
         outgoing = messages(decision.events, self._folded.state)
         await self._delivery.inbox(outgoing)
+        log.debug("%s wrote %s at %d; sent %s", self._name, [e.name for e in decision.events], first,
+                  [(m.event.name, m.agent_id, m.slot) for m in outgoing])
         self._report(decision, len(outgoing))
 
     def _report(self, decision: Decision, sent: int) -> None:

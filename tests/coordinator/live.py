@@ -14,6 +14,7 @@ from aiokafka import TopicPartition
 
 from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
 from swarmlog.envelope import stamp
+from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
@@ -35,23 +36,30 @@ class ScriptedAgent:
     latency_s: float = 0.05
     runs: collections.Counter[Attempt] = dataclasses.field(default_factory=collections.Counter)
     duplicates: int = 0
+    undecodable: int = 0
 
     async def run(self) -> None:
-        """Register, then serve the inbox partition of its slot until cancelled."""
-        async with EventProducer(self.settings, client_id=self.agent_id) as producer:
-            await producer.send("swarm.agents.registry", self._event(
-                "AgentRegistered", agent_id=self.agent_id, capabilities=self.capabilities, model="scripted",
-                brain="scripted", node="test", gpu=None, region=self.region, slot=self.slot), key=self.agent_id)
-            consumer = reader(self.settings, self.agent_id, idempotence_supported(self.settings))  # no aborted writes
-            await consumer.start()
-            try:
-                consumer.assign([TopicPartition(INBOX, self.slot)])
+        """Fix the inbox position at its end (as a new `swarmlog agent` does), register, then serve until cancelled."""
+        inbox = TopicPartition(INBOX, self.slot)
+        consumer = reader(self.settings, self.agent_id, idempotence_supported(self.settings))  # no aborted writes
+        await consumer.start()
+        try:
+            consumer.assign([inbox])
+            consumer.seek(inbox, (await consumer.end_offsets([inbox]))[inbox])  # earlier tests' records stay unread
+            async with EventProducer(self.settings, client_id=self.agent_id) as producer:
+                await producer.send("swarm.agents.registry", self._event(
+                    "AgentRegistered", agent_id=self.agent_id, capabilities=self.capabilities, model="scripted",
+                    brain="scripted", node="test", gpu=None, region=self.region, slot=self.slot), key=self.agent_id)
                 while True:
-                    for records in (await consumer.getmany(timeout_ms=100)).values():
-                        for record in records:
-                            await self._handle(producer, decode_record(record.value, INBOX, self.slot, record.offset))
-            finally:
-                await consumer.stop()
+                    for record in (await consumer.getmany(timeout_ms=100)).get(inbox, []):
+                        try:
+                            event = decode_record(record.value, INBOX, self.slot, record.offset)
+                        except DecodeError:
+                            self.undecodable += 1  # a real agent dead-letters it; either way it goes on
+                            continue
+                        await self._handle(producer, event)
+        finally:
+            await consumer.stop()
 
     async def _handle(self, producer: EventProducer, event: Event) -> None:
         """Act on one inbox message addressed to this agent."""
@@ -82,14 +90,17 @@ class ScriptedAgent:
 
 @contextlib.asynccontextmanager
 async def serving(agents: Sequence[ScriptedAgent]) -> AsyncIterator[Sequence[ScriptedAgent]]:
-    """The agents run while the block runs, and stop with it."""
+    """The agents run while the block runs, and stop with it; an agent that died on its own fails the test."""
     tasks = [asyncio.create_task(agent.run()) for agent in agents]
     try:
         yield agents
     finally:
+        died = [task.exception() for task in tasks if task.done() and not task.cancelled() and task.exception()]
         for running in tasks:
             running.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if died:
+            raise AssertionError(f"{len(died)} scripted agent(s) died during the test: {died[0]!r}") from died[0]
 
 
 @contextlib.asynccontextmanager
