@@ -14,6 +14,7 @@ demo: setup
 	.venv/bin/swarmlog demo
 
 test: setup-kafka setup-clients
+	.venv/bin/ruff check .
 	.venv/bin/python -m swarmlog.schemas.compat
 	.venv/bin/pytest
 

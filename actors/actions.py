@@ -35,12 +35,14 @@ class Malformed:
     reason: str
 
 
-def action_schema(allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON schema of the allowed actions; a vote's candidate_id is one of `candidates` when given."""
-    return {"oneOf": [_variant(kind, candidates) for kind in allowed]}
+def action_schema(allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (),
+                  targets: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON schema of the allowed actions; a vote's candidate_id is one of `candidates`, an ask's target one of
+    `targets`, when given."""
+    return {"oneOf": [_variant(kind, candidates, targets) for kind in allowed]}
 
 
-def _variant(kind: str, candidates: Sequence[str]) -> dict[str, Any]:
+def _variant(kind: str, candidates: Sequence[str], targets: Sequence[str] = ()) -> dict[str, Any]:
     """The object schema of one action kind (the "action" key first, so decoding commits to a kind early)."""
     properties: dict[str, Any] = {
         "action": {"const": kind},
@@ -48,13 +50,15 @@ def _variant(kind: str, candidates: Sequence[str]) -> dict[str, Any]:
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     }
     if kind == ASK:
-        properties["target"] = {"type": "string", "minLength": 1, "maxLength": MAX_TARGET}
+        properties["target"] = {"enum": list(targets)} if targets else {"type": "string", "minLength": 1,
+                                                                        "maxLength": MAX_TARGET}
     if kind == VOTE:
         properties["candidate_id"] = {"enum": list(candidates)} if candidates else {"type": "string", "minLength": 1}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = ()) -> Action | Malformed:
+def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (),
+                 targets: Sequence[str] = ()) -> Action | Malformed:
     """The action in a model's output, or Malformed saying why not; confidence is clamped into [0, 1]."""
     try:
         # strict=False: llama.cpp's JSON grammar lets raw newlines and tabs into strings; they are still one action.
@@ -77,6 +81,8 @@ def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequen
     target, candidate = value.get("target"), value.get("candidate_id")
     if kind == ASK and not (isinstance(target, str) and 0 < len(target) <= MAX_TARGET):
         return Malformed("ask needs a target agent id")
+    if kind == ASK and targets and target not in targets:
+        return Malformed(f"ask of unknown peer {target!r}")
     if kind == VOTE and not (isinstance(candidate, str) and candidate and (not candidates or candidate in candidates)):
         return Malformed(f"vote for unknown candidate {candidate!r}")
     return Action(kind, content, min(1.0, max(0.0, float(confidence))), target, candidate)

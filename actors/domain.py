@@ -56,6 +56,26 @@ class Ballot:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Question:
+    """A peer's question to this agent; the answer goes to the asker's inbox slot `reply_slot`."""
+
+    cause_id: str
+    question_id: str
+    from_agent_id: str
+    reply_slot: int
+    question: str
+    mission_id: str | None
+    task_id: str | None
+
+    @classmethod
+    def of(cls, asked: Event) -> Question:
+        """The question a PeerQuestion event carries."""
+        data = asked.data
+        return cls(asked.event_id, data["question_id"], data["from_agent_id"], data["reply_slot"], data["question"],
+                   data["mission_id"], data["task_id"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class AgentState:
     """What an agent knows of its own history: tasks started and closed, ballots voted on, whether throttled."""
 
@@ -115,11 +135,18 @@ class Vote:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Reply:
+    """Effect: have the model answer a peer's question."""
+
+    question: Question
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Decision:
     """Events to write, then effects for the shell to run after they are written."""
 
     events: tuple[Event, ...] = ()
-    effects: tuple[Work | Vote, ...] = ()
+    effects: tuple[Work | Vote | Reply, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,7 +158,8 @@ class Rejected:
 
 def addressee(event: Event) -> str | None:
     """The agent an inbox command is for."""
-    return event.data.get("agent_id", event.data.get("voter_agent_id"))
+    data = event.data
+    return data.get("agent_id", data.get("voter_agent_id", data.get("to_agent_id")))
 
 
 def decide(command: Receive, state: AgentState) -> Decision | Rejected:
@@ -151,8 +179,10 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     if event.name == "VoteRequested":
         ballot = Ballot.of(event)
         return Decision() if ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
-    if event.name in ("PeerQuestion", "PeerAnswered"):
-        return Decision()
+    if event.name == "PeerQuestion":
+        return Decision(effects=(Reply(Question.of(event)),))
+    if event.name == "PeerAnswered":
+        return Decision()  # an answer nobody waits on any more (the wait ended before it came)
     return Rejected(f"{event.name} is not an inbox command")
 
 

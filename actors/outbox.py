@@ -10,6 +10,7 @@ from swarmlog.settings import Settings
 from swarmlog.topics import TopicSpec, catalog
 
 TASKS_TOPIC = "swarm.tasks.events"
+INBOX_TOPIC = "swarm.agents.inbox"
 
 
 class Outbox:
@@ -17,8 +18,9 @@ class Outbox:
 
     def __init__(self, producer: EventProducer, settings: Settings) -> None:
         self._producer = producer
-        self._topics: dict[str, TopicSpec] = {
-            name: spec for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
+        self._topics: dict[str, TopicSpec] = {  # inbox messages go to a slot, through deliver()
+            name: spec for spec in catalog(settings) if "agent" in spec.writers and spec.name != INBOX_TOPIC
+            for name in spec.events
         }
 
     async def write(self, events: Iterable[Event]) -> dict[int, int]:
@@ -32,3 +34,9 @@ class Outbox:
             if spec.name == TASKS_TOPIC:
                 written[meta.partition] = meta.offset + 1
         return written
+
+    async def deliver(self, message: Event, slot: int) -> None:
+        """Send an inbox message (a peer's question or answer) to the agent on `slot`, keyed by its recipient."""
+        payload = self._producer.encode_for(INBOX_TOPIC, message)
+        await self._producer.raw.send_and_wait(INBOX_TOPIC, payload, key=message.data["to_agent_id"].encode(),
+                                               partition=slot)

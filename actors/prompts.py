@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from swarmlog.actors.actions import ANSWER, MAX_CONTENT
+from swarmlog.actors.actions import ANSWER, ASK, MAX_CONTENT
 
 
 def task_prompt(
@@ -32,6 +32,9 @@ def task_prompt(
         f"content and confidence (0 to 1). The content is your own work on the task, at most {MAX_CONTENT} "
         'characters. Use the action "answer" to give the final answer.'
     )
+    if ASK in allowed:
+        sections.append('To ask another agent, use the action "ask" with "target" set to its id and the question as '
+                        "content; its answer appears in your notes.")
     return "\n".join(sections)
 
 

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import itertools
 import logging
 import time
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
-from swarmlog.actors.brains import Brain, open_brain
-from swarmlog.actors.domain import Ballot, Order, Receive, Rejected, Work, decide, evolve
+from swarmlog.actors.brains import Brain, Generation, open_brain
+from swarmlog.actors.domain import Ballot, Order, Question, Receive, Rejected, Reply, Work, decide, evolve
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
+from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
 from swarmlog.actors.recovery import recover
 from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_schema, cast, experience, model_error,
-                                   released, taken)
-from swarmlog.actors.store import AgentStore, Checkpoint
+                                   question, released, reply, reply_prompt, reply_schema, taken, wait_ended)
+from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
-from swarmlog.errors import SwarmlogError
+from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
@@ -36,6 +39,7 @@ from swarmlog.topics import catalog
 
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
+REGISTRY_TOPIC = "swarm.agents.registry"
 RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
 
@@ -60,6 +64,8 @@ class AgentConfig:
     heartbeat_s: float = 1.0
     drain_s: float = 10.0
     max_tokens: int = MAX_ACTION_TOKENS
+    ask_peers: bool = False
+    ask_timeout_s: float = 60.0
 
 
 class Agent:
@@ -76,6 +82,9 @@ class Agent:
         self._unthrottled = asyncio.Event()
         self._busy: asyncio.Task[None] | None = None
         self._run: Run | None = None
+        self._peers: Mapping[str, Peer] = {}
+        self._waits: dict[str, asyncio.Future[Event]] = {}  # wait id -> the PeerAnswered it waits on
+        self._deferred: collections.deque = collections.deque()  # inbox records read while busy, not handled yet
 
     def stop(self) -> None:
         """Begin draining: finish the current step, release an unfinished task, deregister."""
@@ -100,7 +109,8 @@ class Agent:
                                                  store.load(self._config.agent_id))
                 self._sensor.on_recovered("agent", time.monotonic() - started)
                 store.save(self._checkpoint)
-                await self._serve(consumer, await self._partitions(CONTROL_TOPIC))
+                registry = await self._partitions(REGISTRY_TOPIC) if self._config.ask_peers else []
+                await self._serve(consumer, await self._partitions(CONTROL_TOPIC), registry)
         finally:
             await consumer.stop()
             store.close()
@@ -109,11 +119,15 @@ class Agent:
         """Every partition of a topic (the producer waits for its metadata)."""
         return [TopicPartition(topic, p) for p in sorted(await self._producer.raw.partitions_for(topic))]
 
-    async def _serve(self, consumer: AIOKafkaConsumer, control: list[TopicPartition]) -> None:
+    async def _serve(self, consumer: AIOKafkaConsumer, control: list[TopicPartition],
+                     registry: list[TopicPartition]) -> None:
         """Register, heartbeat and handle records until stopped; then drain and deregister."""
-        consumer.assign([self._inbox, *control])
+        consumer.assign([self._inbox, *control, *registry])
         consumer.seek(self._inbox, self._checkpoint.inbox)
-        await consumer.seek_to_end(*control)
+        if registry:
+            await consumer.seek_to_beginning(*registry)  # the peer directory is the fold of the whole registry
+        for tp, end in (await consumer.end_offsets(control)).items():
+            consumer.seek(tp, end)  # resolved now, not at the first fetch, so no control event after this is missed
         self._consumer = consumer
         self._gate()
         registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
@@ -128,7 +142,14 @@ class Agent:
                 for tp, records in batch.items():
                     for record in records:
                         self._sensor.on_consumed(tp.topic)
-                        await (self._control(record) if tp.topic == CONTROL_TOPIC else self._command(record))
+                        if tp.topic == REGISTRY_TOPIC:
+                            self._registry(record)
+                        elif tp.topic == CONTROL_TOPIC:
+                            await self._control(record)
+                        elif self._busy is not None:
+                            self._while_busy(record)
+                        else:
+                            await self._command(record)
             await self._drain()
             await self._emit([self._stamp("AgentDeregistered", reason="stopped")])
         finally:
@@ -152,16 +173,41 @@ class Agent:
         if not decision.effects:
             return self._save(record.offset + 1)
         (effect,) = decision.effects
-        work = self._work(effect.order) if isinstance(effect, Work) else self._vote(effect.ballot)
+        if isinstance(effect, Work):
+            work = self._work(effect.order)
+        else:
+            work = self._vote(effect.ballot) if not isinstance(effect, Reply) else self._reply(effect.question)
         self._busy = asyncio.create_task(self._then_checkpoint(work, record.offset + 1))
         self._gate()
 
     async def _then_checkpoint(self, work, next_offset: int) -> None:
-        """Run an effect, then checkpoint past its command and take the next one."""
+        """Run an effect, then checkpoint past its command, handle what was read meanwhile, and take the next one."""
         await work
         self._save(next_offset)
         self._busy = None
+        while self._deferred and self._busy is None:
+            await self._command(self._deferred.popleft())
         self._gate()
+
+    def _while_busy(self, record) -> None:
+        """An inbox record read while a task waits on a peer: its answer ends the wait, anything else waits its turn."""
+        try:
+            event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        except DecodeError:
+            event = None  # dead-lettered when its turn comes
+        waiting = self._waits.get(event.data["question_id"]) if event and event.name == "PeerAnswered" else None
+        if waiting is not None and not waiting.done():
+            waiting.set_result(event)
+        else:
+            self._deferred.append(record)
+
+    def _registry(self, record) -> None:
+        """Fold a registry record into the peer directory (the coordinator dead-letters undecodable ones)."""
+        try:
+            event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        except DecodeError:
+            return
+        self._peers = evolve_peers(self._peers, event)
 
     async def _work(self, order: Order) -> None:
         """The step loop: generate, act, until the task closes; between steps obey throttling and stopping.
@@ -169,7 +215,7 @@ class Agent:
         The prompt carries the memories nearest to the task, then to the agent's last `recall`; a `remember` step
         also records an ExperienceRecorded with its embedding.
         """
-        run: Run | None = Run(order, self._config.agent_id, started_ms=now_ms())
+        run: Run | None = Run(order, self._config.agent_id, started_ms=now_ms(), peers=self._targets())
         memories = await self._recall(order.prompt)
         while run is not None:
             self._run = run
@@ -193,7 +239,56 @@ class Agent:
             await self._write(events)
             if action == RECALL:
                 memories = await self._recall(step.data["content"])
+            if run is not None and run.waiting is not None:
+                self._run = run
+                ended, run = await self._ask(run)
+                await self._write([ended])
         self._run = None
+
+    def _targets(self) -> tuple[str, ...]:
+        """Who a task may ask: nobody unless asking peers is enabled."""
+        if not self._config.ask_peers:
+            return ()
+        return targets(self._peers, self._config.agent_id, self._config.region)
+
+    async def _ask(self, run: Run) -> tuple[Event, Run]:
+        """Put the run's question to its peer and wait for the answer, a stop, or the timeout: WaitEnded, next run."""
+        assert run.waiting is not None
+        wait, found = run.waiting, resolve(self._peers, self._config.agent_id, self._config.region, run.waiting.target)
+        if found is None:
+            return wait_ended(run, "CANCELLED", None, f"no agent {wait.target!r} in {self._config.region}", now_ms())
+        answer = self._waits[wait.wait_id] = asyncio.get_running_loop().create_future()
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await self._outbox.deliver(question(run, self._config.slot, now_ms()), found[1])
+            self._sensor.on_produced(INBOX_TOPIC)
+            self._gate()  # read the inbox while waiting: the answer arrives there
+            await asyncio.wait([answer, stopping], timeout=self._config.ask_timeout_s,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            del self._waits[wait.wait_id]
+            self._gate()
+        if answer.done():
+            data = answer.result().data
+            outcome = "ANSWERED" if data["producer"].startswith("agent:") else "ABORTED"  # else a broken deadlock
+            return wait_ended(run, outcome, data["answer"], data["error"], now_ms())
+        if self._stopping.is_set():
+            return wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())
+        return wait_ended(run, "TIMED_OUT", None, f"no answer within {self._config.ask_timeout_s} s", now_ms())
+
+    async def _reply(self, asked: Question) -> None:
+        """Have the model answer a peer's question, into the asker's inbox slot."""
+        try:
+            generation = await self._brain.generate(reply_prompt(asked), reply_schema(), self._config.max_tokens)
+        except Exception as exc:  # the asker still gets an answer: an error, so it does not wait in vain
+            log.exception("brain failed on question %s", asked.question_id)
+            generation = Generation(f"model error: {type(exc).__name__}: {exc}", 0, 0)
+        used, answered = reply(asked, self._config.agent_id, generation.text,
+                               Usage(generation.prompt_tokens, generation.completion_tokens, now_ms()))
+        await self._write([used])
+        await self._outbox.deliver(answered, asked.reply_slot)
+        self._sensor.on_produced(INBOX_TOPIC)
 
     async def _recall(self, query: str) -> tuple[str, ...]:
         """The contents of the memories nearest to `query`."""
@@ -227,7 +322,8 @@ class Agent:
             self._busy.cancel()
             run = self._run
             if run is not None and run.order.key not in self._checkpoint.state.closed:
-                await self._write([released(run, f"step not done within {self._config.drain_s} s", now_ms())])
+                ended = [wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())[0]] if run.waiting else []
+                await self._write([*ended, released(run, f"step not done within {self._config.drain_s} s", now_ms())])
 
     async def _heartbeat(self, registration_id: str) -> None:
         """AgentHeartbeat every heartbeat_s on a fixed schedule (no drift), whatever the agent is doing."""
@@ -249,15 +345,16 @@ class Agent:
         return "BUSY" if self._busy else "IDLE"
 
     def _gate(self) -> None:
-        """Pause the inbox while busy, throttled or stopping; resume it otherwise."""
-        if self._checkpoint.state.throttled and not self._stopping.is_set():
+        """Read the inbox while idle (nothing deferred, not throttled, not stopping) or while a task waits on a peer."""
+        throttled = self._checkpoint.state.throttled
+        if throttled and not self._stopping.is_set():
             self._unthrottled.clear()
         else:
             self._unthrottled.set()
-        if self._busy or self._checkpoint.state.throttled or self._stopping.is_set():
-            self._consumer.pause(self._inbox)
-        else:
+        if self._waits or not (self._busy or self._deferred or throttled or self._stopping.is_set()):
             self._consumer.resume(self._inbox)
+        else:
+            self._consumer.pause(self._inbox)
 
     async def _write(self, events: tuple[Event, ...] | list[Event]) -> None:
         """Write events, then fold them into the state (the checkpoint is saved later, after the effects)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from swarmlog.actors.actions import ANSWER, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
-from swarmlog.actors.domain import Ballot, Order, emit
+from swarmlog.actors.actions import ANSWER, ASK, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
+from swarmlog.actors.domain import Ballot, Order, Question, emit
 from swarmlog.actors.prompts import task_prompt, vote_prompt
 from swarmlog.schemas.events import Event
 
@@ -20,9 +20,22 @@ class Usage:
     now_ms: int
 
 
+MAX_ASKS = 1
+"""Questions to peers per task: each costs a peer a generation and blocks this task until answered."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Wait:
+    """A question this run put to a peer and is waiting on; the wait id is also the question id."""
+
+    wait_id: str
+    target: str
+    question: str
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Run:
-    """A task in progress: the steps taken so far, the agent's notes, the tokens spent."""
+    """A task in progress: the steps taken so far, the agent's notes, the tokens spent, a pending question."""
 
     order: Order
     agent_id: str
@@ -31,16 +44,22 @@ class Run:
     notes: tuple[str, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    peers: tuple[str, ...] = ()
+    asked: int = 0
+    waiting: Wait | None = None
 
     @property
     def allowed(self) -> tuple[str, ...]:
         """The actions offered at the next step; at the last one the agent must answer or give up."""
-        return (ANSWER, FAIL) if self.step + 1 >= self.order.max_steps else (ANSWER, REMEMBER, RECALL, FAIL)
+        if self.step + 1 >= self.order.max_steps:
+            return ANSWER, FAIL
+        can_ask = bool(self.peers) and self.asked < MAX_ASKS
+        return (ANSWER, REMEMBER, RECALL, ASK, FAIL) if can_ask else (ANSWER, REMEMBER, RECALL, FAIL)
 
     @property
     def schema(self) -> dict:
         """The JSON schema the next generation is constrained to."""
-        return action_schema(self.allowed)
+        return action_schema(self.allowed, targets=self.peers)
 
     def prompt(self, memories: Sequence[str] = (), ground_truth_version: int | None = None,
                peer_answers: Mapping[str, str] | None = None) -> str:
@@ -56,7 +75,7 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     run = dataclasses.replace(run, step=step, prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
                               completion_tokens=run.completion_tokens + usage.completion_tokens)
     used = _tokens(run.order.cause_id, step, run.agent_id, usage, run.order.mission_id, run.order.task_id)
-    action = parse_action(text, allowed)
+    action = parse_action(text, allowed, targets=run.peers)
     if not isinstance(action, Action):
         return (used, _closing(run, usage, "TaskFailed", failure="MALFORMED_OUTPUT", detail=action.reason,
                                raw_output=text)), None
@@ -69,7 +88,55 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     if action.kind == FAIL:
         return (used, taken, _closing(run, usage, "TaskFailed", failure="GAVE_UP", detail=action.content,
                                       raw_output=None)), None
-    return (used, taken), dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
+    run = dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
+    if action.kind == ASK:
+        assert action.target is not None  # parse_action guarantees an ask's target
+        wait = Wait(f"{run.order.cause_id}/wait-{step}", action.target, action.content)
+        started = emit(run.order.cause_id, f"wait-{step}", "WaitStarted", usage.now_ms, run.agent_id,
+                       wait_id=wait.wait_id, waiter_agent_id=run.agent_id, waits_for_agent_id=wait.target,
+                       mission_id=run.order.mission_id, task_id=run.order.task_id)
+        return (used, taken, started), dataclasses.replace(run, asked=run.asked + 1, waiting=wait)
+    return (used, taken), run
+
+
+def question(run: Run, reply_slot: int, now_ms: int) -> Event:
+    """The PeerQuestion of the run's pending wait, to be answered into `reply_slot`."""
+    assert run.waiting is not None, "the run is not waiting on a peer"
+    wait, order = run.waiting, run.order
+    return emit(wait.wait_id, "question", "PeerQuestion", now_ms, run.agent_id, question_id=wait.wait_id,
+                from_agent_id=run.agent_id, to_agent_id=wait.target, reply_slot=reply_slot, question=wait.question,
+                mission_id=order.mission_id, task_id=order.task_id)
+
+
+def wait_ended(run: Run, outcome: str, answer: str | None, error: str | None, now_ms: int) -> tuple[Event, Run]:
+    """WaitEnded of the pending wait, and the run that goes on with the answer (or the lack of one) in its notes."""
+    assert run.waiting is not None, "the run is not waiting on a peer"
+    wait = run.waiting
+    ended = emit(wait.wait_id, "ended", "WaitEnded", now_ms, run.agent_id, wait_id=wait.wait_id,
+                 waiter_agent_id=run.agent_id, waits_for_agent_id=wait.target, outcome=outcome)
+    note = f"{wait.target} answered: {answer}" if answer is not None else f"{wait.target} did not answer: {error}"
+    return ended, dataclasses.replace(run, waiting=None, notes=(*run.notes, note))
+
+
+def reply_schema() -> dict:
+    """The JSON schema of an answer to a peer's question."""
+    return action_schema((ANSWER,))
+
+
+def reply_prompt(asked: Question) -> str:
+    """The prompt of an answer to a peer's question."""
+    return task_prompt(f"Agent {asked.from_agent_id} asks you: {asked.question}", {}, allowed=(ANSWER,), step=1,
+                       max_steps=1)
+
+
+def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Event, Event]:
+    """TokensUsed, then the PeerAnswered for the asker (an error when the output is not a valid answer)."""
+    used = _tokens(asked.cause_id, 1, agent_id, usage, asked.mission_id, asked.task_id)
+    action = parse_action(text, (ANSWER,))
+    answer, error = (action.content, None) if isinstance(action, Action) else (None, f"malformed: {action.reason}")
+    answered = emit(asked.cause_id, "answer", "PeerAnswered", usage.now_ms, agent_id, question_id=asked.question_id,
+                    from_agent_id=agent_id, to_agent_id=asked.from_agent_id, answer=answer, error=error)
+    return used, answered
 
 
 def taken(events: Sequence[Event]) -> Event | None:

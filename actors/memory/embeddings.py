@@ -6,6 +6,7 @@ feed-forward), then the sentence-transformers head of that model: mean over the 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from pathlib import Path
@@ -28,6 +29,12 @@ def default_model_dir() -> Path:
     if folder is None or not (folder / "model" / "model.safetensors").is_file():
         raise ConfigError(f"no embedding model: {INSTALL_HINT}")
     return folder / "model"
+
+
+@functools.cache
+def shared_model() -> MiniLM:
+    """The process's one default MiniLM (read-only weights, so agents sharing a process share it)."""
+    return MiniLM()
 
 
 class MiniLM:

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from swarmlog import memorybus
-from swarmlog.actors.memory.embeddings import MiniLM
+from swarmlog.actors.memory.embeddings import MiniLM, shared_model
 from swarmlog.actors.memory.index import Hit, VectorIndex
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ServiceError
@@ -52,12 +52,10 @@ class SemanticMemory:
         await self.stop()
 
     async def start(self) -> None:
-        """Load the model; with Redis, hydrate from the bus, then follow it and flush writes in the background."""
+        """With Redis, hydrate the index from the bus, then follow it and flush writes in the background."""
         if self._started:
             raise RuntimeError("SemanticMemory.start() called twice")
         self._started = True
-        if self._model is None:
-            self._model = await asyncio.to_thread(MiniLM)
         if self._redis_url is None:
             return
         client = aioredis.from_url(self._redis_url)
@@ -92,10 +90,13 @@ class SemanticMemory:
 
     async def embed(self, text: str) -> list[float]:
         """The embedding of `text`, computed off the event loop."""
+        return (await asyncio.to_thread(self._embedded, text)).tolist()
+
+    def _embedded(self, text: str) -> np.ndarray:
+        """The embedding of `text`, loading the model on first use (an agent that never remembers never loads it)."""
         if self._model is None:
-            raise RuntimeError("SemanticMemory.embed() before start()")
-        vectors = await asyncio.to_thread(self._model.embed, [text])
-        return vectors[0].tolist()
+            self._model = shared_model()
+        return self._model.embed([text])[0]
 
     def remember(self, experience: Event) -> None:
         """Index an ExperienceRecorded now and queue its write to the bus for the next flush."""

@@ -29,6 +29,9 @@ def agent(
     slot: Annotated[int | None, typer.Option(help="Inbox partition (default: crc32(ID) % inbox partitions).")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Where the agent's store lives (default: cache dir/agents).")] = None,
     heartbeat_s: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 1.0,
+    ask_peers: Annotated[bool, typer.Option(help="Offer the model the ask action: a question to another agent of the "
+                                                 "region, which costs that agent a generation.")] = False,
+    ask_timeout_s: Annotated[float, typer.Option(help="How long a task waits for a peer's answer.")] = 60.0,
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")] = None,
     metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
@@ -42,6 +45,7 @@ def agent(
     config = AgentConfig(
         agent_id=agent_id, capabilities=tuple(c.strip() for c in capabilities.split(",") if c.strip()), brain=brain,
         model=model, gpu=gpu, node=node or socket.gethostname(), region=region, slot=slot,
-        data_dir=data_dir or settings.cache_dir / "agents", heartbeat_s=heartbeat_s,
+        data_dir=data_dir or settings.cache_dir / "agents", heartbeat_s=heartbeat_s, ask_peers=ask_peers,
+        ask_timeout_s=ask_timeout_s,
     )
     asyncio.run(run_agent(config, settings))

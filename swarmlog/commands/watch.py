@@ -16,7 +16,7 @@ from rich.text import Text
 
 from swarmlog.client import MissionClient, MissionProgress, MissionTimeout
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
-from swarmlog.commands.status import BootstrapOption, JsonOption, connected
+from swarmlog.commands.status import BootstrapOption, connected
 from swarmlog.schemas.events import Event
 
 RESULT_FIELDS = ("success", "reason", "latency_ms", "agent_count", "tasks_completed", "tasks_failed",
