@@ -1,0 +1,469 @@
+"""Stream processors on a real broker: liveness over agent kills, events/s per processor, worker recovery after kill -9.
+
+Starts the broker (Apache Kafka by default, or Tansu) and Redis itself, and runs `swarmlog streams` as a subprocess
+(tests/streams/worker_harness.py). Three parts:
+- liveness: real `swarmlog agent --brain scripted` processes (heartbeat 0.25 s) killed with SIGKILL in turn, under a
+  2 s liveness timeout; kill → AgentDeclaredDead occurred_at, and → the death readable on swarm.agents.registry;
+- throughput: a pre-encoded burst per processor (heartbeats → registry, TokensUsed → budgets, WaitStarted/WaitEnded →
+  wait-for graph) sent with one aiokafka producer; the worker's rate is the burst over first send → the last write
+  to its table's changelog (stamped when written; found once the worker's group has committed past the burst),
+  next to a plain aiokafka consumer reading + decoding the same records (the baseline);
+- recovery: with the tables populated, kill -9 the worker, send a fresh agent's over-budget TokensUsed, restart it;
+  restart → "Ready", and → BudgetExceeded (the new event processed).
+Run: .venv/bin/python bench/streams_bench.py [--broker kafka|tansu] [--parts liveness,throughput,recovery]
+     [--kills N] [--agents N] [--events N] [--restarts N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from rich.console import Console
+from rich.table import Table
+
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.codec import default_codec
+from swarmlog.schemas.events import Event
+from swarmlog.services import open_broker, open_redis
+from swarmlog.settings import Settings
+
+sys.path[:0] = [str(Path(__file__).parents[1] / "tests" / "streams"),
+                str(Path(__file__).parents[1] / "tests" / "actors")]
+from agent_harness import start_agent  # noqa: E402
+from worker_harness import Worker  # noqa: E402
+
+REGISTRY, HEARTBEATS, USAGE, CONTROL, WAITS = (
+    "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.control", "swarm.waits")
+REGION, FIRST_SLOT, LIVENESS_TIMEOUT_MS, HEARTBEAT_S = "region-0", 48, 2000, 0.25
+FAKE_AGENTS, BUDGET_TOKENS = 50, 100_000
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def envelope(event_id: str, at_ms: int) -> dict:
+    """An event envelope written by the bench."""
+    return {"event_id": event_id, "occurred_at": at_ms, "correlation_id": None, "causation_id": None,
+            "producer": "bench"}
+
+
+class Watch:
+    """Decoded events of some topics from now on, each with the wall-clock ms it was read at."""
+
+    def __init__(self, bootstrap: str, *topics: str) -> None:
+        self.seen: list[tuple[Event, int]] = []
+        self._bootstrap, self._topics = bootstrap, topics
+
+    async def __aenter__(self) -> Watch:
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._bootstrap, enable_auto_commit=False,
+                                          fetch_max_wait_ms=20)
+        await self._consumer.start()
+        partitions = [TopicPartition(t, p) for t in self._topics
+                      for p in sorted(self._consumer.partitions_for_topic(t) or await self._partitions(t))]
+        self._consumer.assign(partitions)
+        await self._consumer.seek_to_end(*partitions)
+        for tp in partitions:
+            await self._consumer.position(tp)
+        self._task = asyncio.create_task(self._collect())
+        return self
+
+    async def _partitions(self, topic: str) -> set[int]:
+        await self._consumer._client.force_metadata_update()
+        return self._consumer.partitions_for_topic(topic) or set()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._consumer.stop()
+
+    async def _collect(self) -> None:
+        codec = default_codec()
+        while True:
+            for tp, records in (await self._consumer.getmany(timeout_ms=100)).items():
+                read_at = now_ms()
+                for record in records:
+                    with contextlib.suppress(Exception):  # not an event: skip it
+                        self.seen.append((codec.decode_record(record.value, tp.topic, tp.partition, record.offset),
+                                          read_at))
+
+    def named(self, name: str, **fields: object) -> list[tuple[Event, int]]:
+        """The events of that name whose fields match, with when they were read."""
+        return [(e, at) for e, at in self.seen
+                if e.name == name and all(e.data.get(k) == v for k, v in fields.items())]
+
+    async def wait_for(self, done: Callable[[], object], timeout_s: float) -> None:
+        """Wait until done() is truthy; TimeoutError otherwise."""
+        async with asyncio.timeout(timeout_s):
+            while not done():
+                await asyncio.sleep(0.05)
+
+
+# ---- liveness -----------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Kill:
+    """One agent killed: when, and when its death was decided and readable (epoch ms)."""
+
+    agent_id: str
+    killed_ms: int
+    declared_ms: int
+    read_ms: int
+
+
+async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, console: Console) -> list[Kill]:
+    """Kill `kills` scripted agents with SIGKILL, `at_once` running at a time; each kill's detection."""
+    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, workdir / "liveness",
+                    liveness_timeout_ms=LIVENESS_TIMEOUT_MS)
+    results: list[Kill] = []
+    async with Watch(settings.bootstrap, REGISTRY) as watch:
+        await asyncio.to_thread(worker.start)
+        try:
+            while len(results) < kills:
+                count = min(at_once, kills - len(results))
+                ids = [f"live-{uuid.uuid4().hex[:6]}-{n}" for n in range(count)]
+                agents = {agent_id: start_agent(settings, agent_id, FIRST_SLOT + n, workdir, "--region", REGION,
+                                                "--brain", "scripted", "--heartbeat-s", str(HEARTBEAT_S))
+                          for n, agent_id in enumerate(ids)}
+                try:
+                    await watch.wait_for(lambda: all(watch.named("AgentRegistered", agent_id=a) for a in ids), 90)
+                    await asyncio.sleep(1.5)  # a few heartbeats folded
+                    killed = {}
+                    for agent_id, process in agents.items():
+                        process.send_signal(signal.SIGKILL)
+                        killed[agent_id] = now_ms()
+                        await asyncio.sleep(0.3)  # spread the kills over the liveness timer's ticks
+                    await watch.wait_for(lambda: all(watch.named("AgentDeclaredDead", agent_id=a) for a in ids),
+                                         LIVENESS_TIMEOUT_MS / 1000 + 30)
+                finally:
+                    for process in agents.values():
+                        if process.poll() is None:
+                            process.send_signal(signal.SIGKILL)
+                        process.wait(30)
+                for agent_id in ids:
+                    [(death, read_at)] = watch.named("AgentDeclaredDead", agent_id=agent_id)[:1]
+                    results.append(Kill(agent_id, killed[agent_id], death.occurred_at_ms, read_at))
+                console.print(f"  {len(results)}/{kills} kills detected")
+        finally:
+            worker.stop()
+    return results
+
+
+def liveness_table(kills: list[Kill], broker: str) -> Table:
+    """Detection delay beyond the timeout, and the whole kill → death delays."""
+    table = Table(title=f"liveness on {broker}: {len(kills)} scripted agents killed with SIGKILL "
+                        f"(timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms, tick 500 ms)")
+    for column in ("measure", "p50 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    rows = {"kill → AgentDeclaredDead occurred_at, − timeout": [k.declared_ms - k.killed_ms - LIVENESS_TIMEOUT_MS
+                                                              for k in kills],
+            "kill → readable on swarm.agents.registry, − timeout": [k.read_ms - k.killed_ms - LIVENESS_TIMEOUT_MS
+                                                                   for k in kills],
+            "kill → AgentDeclaredDead occurred_at": [k.declared_ms - k.killed_ms for k in kills]}
+    for label, values in rows.items():
+        table.add_row(label, *(f"{v:,.0f}" for v in (percentile(values, 50), percentile(values, 99), max(values))))
+    within = sum(k.read_ms - k.killed_ms <= LIVENESS_TIMEOUT_MS + 1000 for k in kills)
+    table.add_row("readable within timeout + 1 s", f"{within}/{len(kills)}", "", "")
+    return table
+
+
+# ---- throughput ---------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Burst:
+    """One processor's burst: what was sent, and how fast the worker and the baseline went through it."""
+
+    processor: str
+    events: int
+    send_s: float
+    worker_s: float  # first → last changelog write of the burst
+    end_to_end_s: float  # first send → last changelog write
+    baseline_s: float  # plain consumer: read + decode the same records
+
+
+def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
+    """`count` pre-encoded (topic, key, value) records for a processor, timestamps from now, 50 agents."""
+    codec, run, t0 = default_codec(), uuid.uuid4().hex[:6], now_ms()
+    agents = [f"tp-{run}-{n}" for n in range(FAKE_AGENTS)]
+    out: list[tuple[str, str, Event]] = []
+    if processor == "registry":
+        for n, agent in enumerate(agents):
+            out.append((REGISTRY, agent, Event("AgentRegistered", {
+                **envelope(f"reg-{agent}", t0), "agent_id": agent, "capabilities": ["code"], "model": "m",
+                "brain": "scripted", "node": "n", "gpu": None, "region": REGION, "slot": n})))
+        for n in range(count - FAKE_AGENTS):
+            agent = agents[n % FAKE_AGENTS]
+            out.append((HEARTBEATS, agent, Event("AgentHeartbeat", {
+                **envelope(f"hb-{run}-{n}", t0 + 1 + n // FAKE_AGENTS), "agent_id": agent,
+                "registration_id": f"reg-{agent}", "sequence": n, "status": "BUSY", "in_flight_task": None,
+                "region": REGION, "slot": n % FAKE_AGENTS})))
+    elif processor == "budgets":
+        for n in range(count):
+            agent = agents[n % FAKE_AGENTS]
+            out.append((USAGE, agent, Event("TokensUsed", {
+                **envelope(f"tu-{run}-{n}", t0 + n // FAKE_AGENTS), "agent_id": agent, "generation_id": f"g-{n}",
+                "prompt_tokens": 30, "completion_tokens": 20, "mission_id": None, "task_id": None})))
+    else:
+        for n in range(count):
+            waiter = agents[(n // 2) % FAKE_AGENTS]
+            wait = {"wait_id": f"w-{run}-{n // 2}", "waiter_agent_id": waiter,
+                    "waits_for_agent_id": agents[(n // 2 + 1) % FAKE_AGENTS]}
+            if n % 2 == 0:
+                out.append((WAITS, waiter, Event("WaitStarted", {
+                    **envelope(f"ws-{run}-{n}", t0 + n), **wait, "mission_id": None, "task_id": None})))
+            else:
+                out.append((WAITS, waiter, Event("WaitEnded", {
+                    **envelope(f"we-{run}-{n}", t0 + n), **wait, "outcome": "ANSWERED"})))
+    return [(topic, key, codec.encode(event)) for topic, key, event in out]
+
+
+async def end_offsets(consumer: AIOKafkaConsumer, topics: list[str]) -> dict[TopicPartition, int]:
+    """The end offset of every partition of `topics`."""
+    await consumer._client.force_metadata_update()
+    partitions = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+    return await consumer.end_offsets(partitions) if partitions else {}
+
+
+async def committed_through(admin: AIOKafkaAdminClient, group: str, ends: dict[TopicPartition, int]) -> bool:
+    """Whether the group has committed every partition up to the given end offsets."""
+    committed = await admin.list_consumer_group_offsets(group)
+    return all(end == 0 or (tp in committed and committed[tp].offset >= end) for tp, end in ends.items())
+
+
+async def changelog_span(bootstrap: str, topic: str, before: dict[TopicPartition, int],
+                         after: dict[TopicPartition, int]) -> tuple[int, int, int]:
+    """(count, first, last timestamp ms) of a changelog's records between two sets of end offsets."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    stamps: list[int] = []
+    try:
+        consumer.assign(list(after))
+        for tp, end in after.items():
+            consumer.seek(tp, before.get(tp, 0))
+        left = {tp for tp, end in after.items() if end > before.get(tp, 0)}
+        while left:
+            for tp, records in (await consumer.getmany(*left, timeout_ms=500)).items():
+                stamps += [r.timestamp for r in records if r.offset < after[tp]]
+                if records and records[-1].offset >= after[tp] - 1:
+                    left.discard(tp)
+    finally:
+        await consumer.stop()
+    return len(stamps), min(stamps), max(stamps)
+
+
+async def baseline(bootstrap: str, before: dict[TopicPartition, int], after: dict[TopicPartition, int]) -> float:
+    """Seconds for a plain aiokafka consumer to read and decode the records between two sets of end offsets."""
+    codec = default_codec()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(list(after))
+        for tp in after:
+            consumer.seek(tp, before.get(tp, 0))
+        left = {tp for tp, end in after.items() if end > before.get(tp, 0)}
+        started = time.perf_counter()
+        while left:
+            for tp, records in (await consumer.getmany(*left, timeout_ms=500)).items():
+                for record in records:
+                    if record.offset < after[tp]:
+                        codec.decode_record(record.value, tp.topic, tp.partition, record.offset)
+                if records and records[-1].offset >= after[tp] - 1:
+                    left.discard(tp)
+        return time.perf_counter() - started
+    finally:
+        await consumer.stop()
+
+
+async def throughput(settings: Settings, worker: Worker, events: int, console: Console) -> list[Burst]:
+    """One burst per processor through the running worker, one after the other, and the baseline of each."""
+    bootstrap, app = settings.bootstrap, worker.app_id
+    plans = {"registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog"),
+             "budgets": ([USAGE], [], f"{app}-budgets-changelog"),
+             "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog")}
+    results = []
+    probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_batch_size=256 * 1024)
+    await probe.start()
+    await admin.start()
+    await producer.start()
+    try:
+        for processor, (inputs, internal, changelog) in plans.items():
+            records = burst_records(processor, events)
+            inputs_before = await end_offsets(probe, inputs)
+            changelog_before = await end_offsets(probe, [changelog])
+            started = time.perf_counter()
+            sent_ms = now_ms()
+            await asyncio.gather(*[await producer.send(topic, value, key=key.encode())
+                                   for topic, key, value in records])
+            send_s = time.perf_counter() - started
+            inputs_after = await end_offsets(probe, inputs)
+            # Done when the worker committed past the burst (internal topics too) and its changelog stopped growing.
+            async with asyncio.timeout(600):
+                while not await committed_through(admin, app, inputs_after):
+                    await asyncio.sleep(0.25)
+                while not await committed_through(admin, app, await end_offsets(probe, internal)):
+                    await asyncio.sleep(0.25)
+                changelog_after = await end_offsets(probe, [changelog])
+                while True:
+                    await asyncio.sleep(1.5)
+                    latest = await end_offsets(probe, [changelog])
+                    if latest == changelog_after:
+                        break
+                    changelog_after = latest
+            count, first, last = await changelog_span(bootstrap, changelog, changelog_before, changelog_after)
+            base = await baseline(bootstrap, inputs_before, inputs_after)
+            burst = Burst(processor, len(records), send_s, max(last - first, 1) / 1000, (last - sent_ms) / 1000,
+                          base)
+            results.append(burst)
+            console.print(f"  {processor}: {len(records):,} events sent in {send_s:.2f} s, {count:,} changelog "
+                          f"writes over {burst.worker_s:.2f} s, last {burst.end_to_end_s:.2f} s after the first send; "
+                          f"baseline {base:.2f} s")
+    finally:
+        await producer.stop()
+        await admin.close()
+        await probe.stop()
+    return results
+
+
+def throughput_table(bursts: list[Burst], broker: str) -> Table:
+    """Events/s per processor next to the plain read + decode rate of the same records."""
+    table = Table(title=f"stream processors on {broker}: one pre-encoded burst each; worker = first send → its last "
+                        "changelog write; baseline = plain aiokafka read + decode")
+    for column in ("processor", "events", "send s", "send → last write s", "worker ev/s", "baseline ev/s",
+                   "× baseline"):
+        table.add_column(column, justify="left" if column == "processor" else "right")
+    for b in bursts:
+        table.add_row(b.processor, f"{b.events:,}", f"{b.send_s:.2f}", f"{b.end_to_end_s:.2f}",
+                      f"{b.events / b.end_to_end_s:,.0f}", f"{b.events / b.baseline_s:,.0f}",
+                      f"{b.baseline_s / b.end_to_end_s:.3f}")
+    return table
+
+
+class TimedWorker(Worker):
+    """The harness worker, remembering how long its last start took to reach Ready."""
+
+    def start(self) -> None:
+        started = time.monotonic()
+        super().start()
+        self.ready_s = time.monotonic() - started
+
+
+# ---- recovery -----------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Restart:
+    """One kill -9 and restart of the worker, in seconds from the restart (and from the kill)."""
+
+    ready_s: float
+    processed_s: float
+    kill_to_processed_s: float
+
+
+async def recovery(settings: Settings, worker: TimedWorker, restarts: int, console: Console) -> list[Restart]:
+    """kill -9 the worker, send an over-budget TokensUsed of a fresh agent, restart; time Ready and BudgetExceeded."""
+    codec, results = default_codec(), []
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all")
+    await producer.start()
+    try:
+        async with Watch(settings.bootstrap, CONTROL) as watch:
+            for n in range(restarts):
+                worker.stop(signal.SIGKILL)
+                killed = time.monotonic()
+                agent = f"fresh-{uuid.uuid4().hex[:6]}"
+                await producer.send_and_wait(USAGE, codec.encode(Event("TokensUsed", {
+                    **envelope(f"tu-{agent}", now_ms()), "agent_id": agent, "generation_id": f"g-{agent}",
+                    "prompt_tokens": BUDGET_TOKENS, "completion_tokens": 1, "mission_id": None, "task_id": None})),
+                    key=agent.encode())
+                restarted = time.monotonic()
+                ready = asyncio.create_task(asyncio.to_thread(worker.start))
+                await watch.wait_for(lambda agent=agent: watch.named("BudgetExceeded", agent_id=agent), 600)
+                processed = time.monotonic()
+                await ready
+                ready_at = worker.ready_s
+                results.append(Restart(ready_at, processed - restarted, processed - killed))
+                console.print(f"  restart {n + 1}/{restarts}: Ready after {ready_at:.1f} s, BudgetExceeded after "
+                              f"{processed - restarted:.1f} s")
+                await asyncio.sleep(3)  # let it commit and settle before the next kill
+    finally:
+        await producer.stop()
+    return results
+
+
+def recovery_table(restarts: list[Restart], broker: str) -> Table:
+    """Restart → Ready and → first new event processed, p50 and max."""
+    table = Table(title=f"worker recovery on {broker}: kill -9 with populated tables, restart, {len(restarts)} times")
+    for column in ("measure", "p50 s", "max s"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    rows = {"restart → Ready": [r.ready_s for r in restarts],
+            "restart → new event processed (BudgetExceeded readable)": [r.processed_s for r in restarts],
+            "kill → new event processed": [r.kill_to_processed_s for r in restarts]}
+    for label, values in rows.items():
+        table.add_row(label, f"{percentile(values, 50):.1f}", f"{max(values):.1f}")
+    return table
+
+
+async def main(args: argparse.Namespace) -> None:
+    console = Console(width=140)
+    parts = set(args.parts.split(","))
+    with (open_broker(Settings(broker=args.broker)) as broker, open_redis(Settings()) as redis,
+          tempfile.TemporaryDirectory() as tmp):
+        settings = Settings(broker=args.broker, bootstrap=broker.bootstrap, redis_url=redis.url)
+        await ensure_topics(settings)
+        workdir, tables = Path(tmp), []
+        console.print(f"{args.broker} at {broker.bootstrap}, Redis at {redis.url}")
+        if "liveness" in parts:
+            console.print(f"liveness: {args.kills} kills, {args.agents} agents at a time")
+            tables.append(liveness_table(await liveness(settings, workdir, args.kills, args.agents, console),
+                                         args.broker))
+        if parts & {"throughput", "recovery"}:
+            worker = TimedWorker(broker.bootstrap, broker.kind, redis.url, workdir / "throughput",
+                                 liveness_timeout_ms=600_000, budget_tokens=BUDGET_TOKENS)
+            await asyncio.to_thread(worker.start)
+            console.print(f"worker ready in {worker.ready_s:.1f} s")
+            try:
+                if "throughput" in parts:
+                    console.print(f"throughput: {args.events:,} events per processor")
+                    tables.append(throughput_table(await throughput(settings, worker, args.events, console),
+                                                   args.broker))
+                if "recovery" in parts:
+                    console.print(f"recovery: {args.restarts} kill -9 + restart")
+                    tables.append(recovery_table(await recovery(settings, worker, args.restarts, console),
+                                                 args.broker))
+            finally:
+                if worker.process is not None and worker.process.poll() is None:
+                    worker.stop()
+        for table in tables:
+            console.print(table)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", choices=("kafka", "tansu"), default="kafka")
+    parser.add_argument("--parts", default="liveness,throughput,recovery", help="comma-separated parts to run")
+    parser.add_argument("--kills", type=int, default=20, help="agents killed with SIGKILL")
+    parser.add_argument("--agents", type=int, default=5, help="agents running at a time in the liveness part")
+    parser.add_argument("--events", type=int, default=20_000, help="events in each processor's burst")
+    parser.add_argument("--restarts", type=int, default=3, help="kill -9 + restart repetitions")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main(parser.parse_args()))
