@@ -4,8 +4,9 @@ Opens the llama.cpp brain the agents use (SmolLM2-135M, the agent's seed) once. 
 generations of the tasks' first-step prompts with the action schema, straight on the brain. Then the same brain
 inside a real agent shell (`swarmlog.actors.shell.Agent`, in process) on the embedded Tansu broker and Redis: the
 N TaskAssigned commands are written into its inbox slot at once and one consumer (500 ms long polls) collects its
-events; the agent runs through the raw passes too (idle, heartbeating), so both sides share the background. The loop's tokens/s is TokensUsed completion tokens over the span
-first TaskStarted → last TaskCompleted (every inbox poll, write and checkpoint between generations included).
+events; the agent runs through the raw passes too (idle, heartbeating), so both sides share the background.
+The loop's tokens/s is TokensUsed completion tokens over the span first TaskStarted → last TaskCompleted (every
+inbox poll, write and checkpoint between generations included).
 Raw and loop passes alternate in rounds (raw-loop, loop-raw, ...) over the same prompts, so drift from other load
 on the machine falls on both sides; with one step per task both produce the same tokens (same seed and prompt).
 "Outside the step loop" is the loop's span minus the tasks' own latency_ms: inbox poll, decide, the TaskStarted and
@@ -74,11 +75,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def assigned(mission_id: str, n: int, max_steps: int) -> Event:
-    """The n-th TaskAssigned to the bench agent, as the coordinator would write it."""
+def assigned(mission_id: str, n: int, max_steps: int, offset: int = 0) -> Event:
+    """The n-th TaskAssigned of a round to the bench agent, as the coordinator would write it; rounds rotate prompts."""
     return stamp("TaskAssigned", producer="coordinator:region-0", correlation_id=mission_id, mission_id=mission_id,
                  task_id=f"t{n}", replica=0, attempt=1, kind="WORK", agent_id=AGENT_ID, slot=SLOT, score=1.0,
-                 prompt=PROMPTS[n % len(PROMPTS)], inputs={}, required_capabilities=[], max_steps=max_steps)
+                 prompt=PROMPTS[(offset + n) % len(PROMPTS)], inputs={}, required_capabilities=[], max_steps=max_steps)
 
 
 def first_step(event: Event) -> Run:
@@ -152,7 +153,7 @@ class Measured:
 
     raw_seconds: list[float] = dataclasses.field(default_factory=list)  # per generation
     raw_tokens: list[int] = dataclasses.field(default_factory=list)
-    raw_span_s: float = 0.0
+    raw_spans: list[float] = dataclasses.field(default_factory=list)  # s, per round
     loop_spans: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # first TaskStarted, last closed, ms
     missions: list[str] = dataclasses.field(default_factory=list)
     idle: tuple[int, int] = (0, 0)  # the idle window before the first round, ms
@@ -164,7 +165,8 @@ async def loop_round(settings: Settings, watch: Watch, round_: int, args: argpar
     mission_id = f"bench-{uuid.uuid4().hex[:8]}-r{round_}"
     async with EventProducer(settings, client_id="bench-coordinator") as producer:
         for n in range(args.tasks):
-            await producer.send(INBOX_TOPIC, assigned(mission_id, n, args.max_steps), key=AGENT_ID, partition=SLOT)
+            event = assigned(mission_id, n, args.max_steps, round_ * args.tasks)
+            await producer.send(INBOX_TOPIC, event, key=AGENT_ID, partition=SLOT)
     await watch.closed(mission_id, args.tasks, args.timeout_s)
     started = min(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
     ended = max(millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed",
@@ -190,11 +192,11 @@ async def measure(settings: Settings, brain: Brain, args: argparse.Namespace, wo
                 for side in passes:
                     assert not running.done(), running
                     if side == "raw":
-                        seconds, tokens, span = await raw(brain, [assigned("raw", n, args.max_steps)
-                                                                  for n in range(args.tasks)], args.max_tokens)
+                        tasks = [assigned("raw", n, args.max_steps, round_ * args.tasks) for n in range(args.tasks)]
+                        seconds, tokens, span = await raw(brain, tasks, args.max_tokens)
                         measured.raw_seconds += seconds
                         measured.raw_tokens += tokens
-                        measured.raw_span_s += span
+                        measured.raw_spans.append(span)
                     else:
                         await loop_round(settings, watch, round_, args, measured)
             await asyncio.sleep(args.heartbeat_s * 2)  # the last heartbeats in
@@ -220,8 +222,9 @@ def report(console: Console, measured: Measured, watch: Watch, args: argparse.Na
     closed = mine("TaskCompleted", "TaskFailed")
     used = mine("TokensUsed")
     loop_tokens = sum(e.data["completion_tokens"] for e in used)
+    raw_span_s = sum(measured.raw_spans)
     span_s = sum(end - start for start, end in measured.loop_spans) / 1000
-    raw_rate, loop_rate = sum(measured.raw_tokens) / measured.raw_span_s, loop_tokens / span_s
+    raw_rate, loop_rate = sum(measured.raw_tokens) / raw_span_s, loop_tokens / span_s
     overhead = (1 - loop_rate / raw_rate) * 100
     per_task = [e.data["latency_ms"] for e in closed]
     raw_ms = [s * 1000 for s in measured.raw_seconds]
@@ -232,7 +235,7 @@ def report(console: Console, measured: Measured, watch: Watch, args: argparse.Na
         table.add_column(column, justify="left" if column == "measure" else "right")
     table.add_row("generations", str(len(raw_ms)), str(len(used)), "")
     table.add_row("completion tokens", f"{sum(measured.raw_tokens):,}", f"{loop_tokens:,}", "")
-    table.add_row("span, s", f"{measured.raw_span_s:.1f}", f"{span_s:.1f}", f"{span_s / measured.raw_span_s:.2f}x")
+    table.add_row("span, s", f"{raw_span_s:.1f}", f"{span_s:.1f}", f"{span_s / raw_span_s:.2f}x")
     table.add_row("completion tokens/s", f"{raw_rate:.1f}", f"{loop_rate:.1f}", f"{loop_rate / raw_rate:.2f}x")
     table.add_row("per task p50, ms", f"{percentile(raw_ms, 50):,.0f}", f"{percentile(per_task, 50):,.0f}",
                   f"{percentile(per_task, 50) / percentile(raw_ms, 50):.2f}x")
@@ -242,19 +245,24 @@ def report(console: Console, measured: Measured, watch: Watch, args: argparse.Na
     paired = [latency[mission_id, f"t{n}"] / raw_ms[round_ * args.tasks + n]
               for round_, mission_id in enumerate(measured.missions) for n in range(args.tasks)]
     table.add_row("same prompt: loop task / raw generation, p50", "", "", f"{percentile(paired, 50):.2f}x")
+    by_round = []
+    for round_, (mission_id, (start, end)) in enumerate(zip(measured.missions, measured.loop_spans, strict=True)):
+        tokens = sum(e.data["completion_tokens"] for e in used if e.data["mission_id"] == mission_id)
+        raw_tokens = sum(measured.raw_tokens[round_ * args.tasks:(round_ + 1) * args.tasks])
+        by_round.append((tokens / (end - start) * 1000) / (raw_tokens / measured.raw_spans[round_]))
+    table.add_row("loop / raw tokens/s, each round", "", "", " ".join(f"{r:.2f}" for r in by_round))
     outside = span_s - sum(per_task) / 1000
     table.add_row("loop span outside the step loop, s (share)", "", f"{outside:.2f} ({outside / span_s:.1%})", "")
     table.add_row("overhead (1 - loop / raw tokens/s)", "", f"{overhead:.1f} %", "")
     console.print(table)
-    gaps, first = [], []
+    gaps = []
     for mission_id in measured.missions:
         started = sorted(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
         ended = sorted(millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed",
                                                                           mission_id=mission_id))
         gaps += [b - a for a, b in zip(ended, started[1:], strict=False)]
-        first.append(started[0])
-    console.print(f"between tasks (TaskCompleted → next TaskStarted): p50 {percentile(gaps, 50)} ms, max {max(gaps)} ms;"
-                  f" {sum(e.name == 'TaskFailed' for e in closed)} of {len(closed)} tasks failed")
+    console.print(f"between tasks (TaskCompleted → next TaskStarted): p50 {percentile(gaps, 50)} ms, "
+                  f"max {max(gaps)} ms; {sum(e.name == 'TaskFailed' for e in closed)} of {len(closed)} tasks failed")
 
     beats = sorted(millis(e.data["occurred_at"]) for e in watch.named("AgentHeartbeat"))
     period = args.heartbeat_s * 1000
@@ -300,8 +308,8 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=8, help="tasks per round (raw: generations per round)")
-    parser.add_argument("--rounds", type=int, default=2, help="raw/loop rounds, alternating which side goes first")
+    parser.add_argument("--tasks", type=int, default=4, help="tasks per round (raw: generations per round)")
+    parser.add_argument("--rounds", type=int, default=4, help="raw/loop rounds, alternating which side goes first")
     parser.add_argument("--max-steps", type=int, default=1, help="steps per task (1: one generation each, "
                                                                   "so raw and loop do the same work)")
     parser.add_argument("--max-tokens", type=int, default=AgentConfig.max_tokens, help="per generation")
