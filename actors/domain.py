@@ -114,10 +114,11 @@ def task_key(data: Mapping[str, Any]) -> TaskKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Receive:
-    """Decide on one inbox event at now_ms."""
+    """Decide on one inbox event at now_ms, holding ground-truth version `ground_truth_version`."""
 
     event: Event
     now_ms: int
+    ground_truth_version: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -194,7 +195,7 @@ def _assigned(command: Receive, state: AgentState) -> Decision:
     if order.key in state.started:
         return Decision(effects=(Work(order),))
     started = emit(order.cause_id, "started", "TaskStarted", command.now_ms, state.agent_id,
-                   **task_fields(command.event.data), ground_truth_version=None)
+                   **task_fields(command.event.data), ground_truth_version=command.ground_truth_version)
     return Decision((started,), (Work(order),))
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from swarmlog.actors.actions import ANSWER, ASK, MAX_CONTENT
+from swarmlog.actors.groundtruth import GroundTruth
+
+MAX_TRUTH = 600
+"""Characters of the ground-truth document a prompt carries (the model's context is small)."""
 
 
 def task_prompt(
@@ -12,8 +16,7 @@ def task_prompt(
     inputs: Mapping[str, str],
     *,
     memories: Sequence[str] = (),
-    ground_truth_version: int | None = None,
-    peer_answers: Mapping[str, str] | None = None,
+    truth: GroundTruth | None = None,
     notes: Sequence[str] = (),
     allowed: Sequence[str] = (ANSWER,),
     step: int = 1,
@@ -23,9 +26,8 @@ def task_prompt(
     sections = [f"Task: {prompt}"]
     sections += _listed("Inputs", [f"{name}: {value}" for name, value in sorted(inputs.items())])
     sections += _listed("Recalled memories", memories)
-    if ground_truth_version is not None:
-        sections.append(f"Ground truth version: {ground_truth_version}")
-    sections += _listed("Peer answers", [f"{peer}: {text}" for peer, text in sorted((peer_answers or {}).items())])
+    if truth is not None and truth.version is not None:
+        sections.append(f"Ground truth ({truth.document_id}, version {truth.version}): {truth.content[:MAX_TRUTH]}")
     sections += _listed("Your notes so far", notes)
     sections.append(
         f"Step {step} of {max_steps}. Reply with one JSON object with the keys action ({' or '.join(allowed)}), "

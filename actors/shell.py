@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
+from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
+from swarmlog.actors.resync import read_ground_truth
 from swarmlog.actors.domain import Ballot, Order, Question, Receive, Rejected, Reply, Work, decide, evolve
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
@@ -66,6 +69,8 @@ class AgentConfig:
     max_tokens: int = MAX_ACTION_TOKENS
     ask_peers: bool = False
     ask_timeout_s: float = 60.0
+    ground_truth: str = DEFAULT_DOCUMENT
+    resync_s: float = 60.0
 
 
 class Agent:
@@ -83,6 +88,8 @@ class Agent:
         self._busy: asyncio.Task[None] | None = None
         self._run: Run | None = None
         self._peers: Mapping[str, Peer] = {}
+        self._truth = GroundTruth(config.ground_truth)
+        self._resync_now = asyncio.Event()
         self._waits: dict[str, asyncio.Future[Event]] = {}  # wait id -> the PeerAnswered it waits on
         self._deferred: collections.deque = collections.deque()  # inbox records read while busy, not handled yet
 
@@ -130,12 +137,14 @@ class Agent:
             consumer.seek(tp, end)  # resolved now, not at the first fetch, so no control event after this is missed
         self._consumer = consumer
         self._gate()
+        await self._resync()  # before registering, so the first task already sees the current ground truth
         registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
                                  model=self._brain.model, brain=self._config.brain, node=self._config.node,
                                  gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
         await self._emit([registered])
         log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
         heartbeats = asyncio.create_task(self._heartbeat(registered.event_id))
+        resyncs = asyncio.create_task(self._resync_every())
         try:
             while not self._stopping.is_set():
                 batch = await consumer.getmany(timeout_ms=100, max_records=1)
@@ -153,9 +162,10 @@ class Agent:
             await self._drain()
             await self._emit([self._stamp("AgentDeregistered", reason="stopped")])
         finally:
-            heartbeats.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeats
+            for background in (heartbeats, resyncs):
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
 
     async def _command(self, record) -> None:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
@@ -163,7 +173,7 @@ class Agent:
         if event is None:
             self._decode_failed(record.topic)
             return self._save(record.offset + 1)
-        decision = decide(Receive(event, now_ms()), self._checkpoint.state)
+        decision = decide(Receive(event, now_ms(), self._truth.version), self._checkpoint.state)
         if isinstance(decision, Rejected):
             await self._producer.send(DEAD_LETTER_TOPIC, dead_letter(record, RejectedCommand(decision.reason), self._name),
                                       key=record.topic)
@@ -224,7 +234,7 @@ class Agent:
                 await self._write([released(run, "agent stopping", now_ms())])
                 break
             try:
-                generation = await self._brain.generate(run.prompt(memories), run.schema, self._config.max_tokens)
+                generation = await self._brain.generate(run.prompt(memories, self._truth), run.schema, self._config.max_tokens)
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
                 events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
@@ -307,6 +317,8 @@ class Agent:
             return self._decode_failed(record.topic)
         if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
             self.stop()
+        elif event.name == "ResyncRequested" and event.data["target"] in (self._config.agent_id, "*"):
+            self._resync_now.set()
         elif event.name in ("BudgetExceeded", "BudgetRestored") and event.data["agent_id"] == self._config.agent_id:
             self._checkpoint = dataclasses.replace(self._checkpoint, state=evolve(self._checkpoint.state, event))
             self._save(self._checkpoint.inbox)
@@ -324,6 +336,26 @@ class Agent:
             if run is not None and run.order.key not in self._checkpoint.state.closed:
                 ended = [wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())[0]] if run.waiting else []
                 await self._write([*ended, released(run, f"step not done within {self._config.drain_s} s", now_ms())])
+
+    async def _resync_every(self) -> None:
+        """Re-read the ground truth every resync_s, and at once on a ResyncRequested; keep the last on errors."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._resync_now.wait(), self._config.resync_s)
+            self._resync_now.clear()
+            try:
+                await self._resync()
+            except KafkaError as exc:
+                log.warning("re-sync of %s failed, keeping version %s: %s", self._truth.document_id,
+                            self._truth.version, exc)
+
+    async def _resync(self) -> None:
+        """Bring the ground-truth document up to the latest version on its topic."""
+        before = self._truth.version
+        self._truth = await read_ground_truth(self._settings, self._codec, self._truth, f"{self._name}-resync")
+        if self._truth.version != before:
+            log.info("agent %s re-synced %s to version %s", self._config.agent_id, self._truth.document_id,
+                     self._truth.version)
 
     async def _heartbeat(self, registration_id: str) -> None:
         """AgentHeartbeat every heartbeat_s on a fixed schedule (no drift), whatever the agent is doing."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from swarmlog.actors.actions import ANSWER, ASK, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
 from swarmlog.actors.domain import Ballot, Order, Question, emit
+from swarmlog.actors.groundtruth import GroundTruth
 from swarmlog.actors.prompts import task_prompt, vote_prompt
 from swarmlog.schemas.events import Event
 
@@ -61,11 +62,9 @@ class Run:
         """The JSON schema the next generation is constrained to."""
         return action_schema(self.allowed, targets=self.peers)
 
-    def prompt(self, memories: Sequence[str] = (), ground_truth_version: int | None = None,
-               peer_answers: Mapping[str, str] | None = None) -> str:
+    def prompt(self, memories: Sequence[str] = (), truth: GroundTruth | None = None) -> str:
         """The prompt of the next step."""
-        return task_prompt(self.order.prompt, self.order.inputs, memories=memories,
-                           ground_truth_version=ground_truth_version, peer_answers=peer_answers, notes=self.notes,
+        return task_prompt(self.order.prompt, self.order.inputs, memories=memories, truth=truth, notes=self.notes,
                            allowed=self.allowed, step=self.step + 1, max_steps=self.order.max_steps)
 
 

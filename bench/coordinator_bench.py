@@ -33,7 +33,8 @@ from rich.table import Table
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.shell import Agent, AgentConfig
-from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
+from swarmlog.coordinator.shell.recovery import JOURNAL
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.producer import EventProducer

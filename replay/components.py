@@ -12,6 +12,7 @@ from swarmlog.actors import domain as agent
 from swarmlog.coordinator import Config, State, evolve as coordinator_evolve, initial as coordinator_initial
 from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams import budgets, registry, waitgraph
+from swarmlog.streams.app.config import knob
 
 JOURNAL = "swarm.coordinator.journal"
 KeyKind = Literal["region", "agent", "mission"]
@@ -66,6 +67,11 @@ def _swarm(_: str, regions: tuple[str, ...]) -> State:
     return coordinator_initial(Config(regions[0], regions))
 
 
+def _budgets(agents: dict[str, budgets.AgentUsage]) -> budgets.Budgets:
+    """Budgets with the window the streams worker folds with (its SWARMLOG_STREAMS_BUDGET_WINDOW_MS)."""
+    return budgets.Budgets(agents, window_ms=knob("budget_window_ms"))
+
+
 def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
     mission = state.missions.get(mission_id)
     if mission is None:
@@ -86,9 +92,9 @@ COMPONENTS: dict[str, Component] = {component.name: component for component in (
     Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
               ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
               table="waitgraph", from_table=lambda table: table.get("graph") or waitgraph.INITIAL),
-    Component("budgets", "token usage per agent per window (Faust table `budgets`)",
-              ("swarm.usage", "swarm.control"), lambda *_: budgets.INITIAL, budgets.evolve,
-              table="budgets", from_table=lambda table: budgets.Budgets(dict(table))),
+    Component("budgets", "token usage per agent per window (Faust table `budgets`; the window is the worker's "
+              "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)", ("swarm.usage", "swarm.control"), lambda *_: _budgets({}),
+              budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table))),
     Component("agent", "one agent's task state (its rocksdict checkpoint)",
               ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
               lambda agent_id, _: agent.initial(agent_id), agent.evolve, key="agent"),

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from aiokafka import TopicPartition
 
 from swarmlog.coordinator.placement import owner
-from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
+from swarmlog.coordinator.shell.recovery import JOURNAL
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import stamp
 from swarmlog.coordinator import plan
 from swarmlog.errors import EncodeError, SwarmlogError

@@ -15,7 +15,7 @@ PURE_FILES = [
     "schemas/events.py", "schemas/invariants.py",
     *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "coordinator").glob("*.py")),
     *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "streams").glob("*.py")),
-    "actors/actions.py", "actors/domain.py", "actors/peers.py", "actors/prompts.py", "actors/steps.py",
+    "actors/actions.py", "actors/domain.py", "actors/groundtruth.py", "actors/peers.py", "actors/prompts.py", "actors/steps.py",
 ]
 STDLIB_ALLOWED = {"__future__", "abc", "bisect", "collections", "copy", "dataclasses", "datetime", "enum",
                   "functools", "hashlib", "heapq", "itertools", "json", "math", "operator", "re", "statistics",

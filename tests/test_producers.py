@@ -16,7 +16,7 @@ from aiokafka import TopicPartition
 
 from coordinator.live import crew, eventually, journal, named
 from swarmlog.coordinator.shell import CoordinatorService
-from swarmlog.coordinator.shell.recovery import reader, records_to_end
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.schemas.codec import decode_record

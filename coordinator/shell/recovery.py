@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from swarmlog.coordinator import State
 from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.errors import ServiceError
+from swarmlog.kafka.reading import records_to_end
 from swarmlog.schemas.codec import Codec
-from swarmlog.settings import Settings
 
 JOURNAL = "swarm.coordinator.journal"
-POLL_MS = 100
-
-
-def reader(settings: Settings, client_id: str, transactional: bool) -> AIOKafkaConsumer:
-    """A group-less consumer reading partitions from chosen offsets (read_committed where there are transactions)."""
-    return AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id=client_id, enable_auto_commit=False,
-                            auto_offset_reset="earliest",
-                            isolation_level="read_committed" if transactional else "read_uncommitted")
 
 
 async def recover(consumer: AIOKafkaConsumer, codec: Codec, partition: int, empty: State, snapshot: Folded | None,
@@ -47,18 +38,6 @@ async def _still_there(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartit
     consumer.seek(tp, snapshot.offset + 1)
     return first is not None and first.offset == snapshot.offset and (
         codec.decode_record(first.value, tp.topic, tp.partition, first.offset).event_id == snapshot.last[-1].event_id)
-
-
-async def records_to_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> AsyncIterator[ConsumerRecord]:
-    """The records of `tp` from the consumer's position to the end (last stable offset, else high watermark)."""
-    while True:
-        records = (await consumer.getmany(tp, timeout_ms=POLL_MS)).get(tp, [])
-        for record in records:
-            yield record
-        stable = consumer.last_stable_offset(tp)  # -1 when reading uncommitted
-        end = stable if stable is not None and stable >= 0 else consumer.highwater(tp)
-        if not records and end is not None and await consumer.position(tp) >= end:
-            return
 
 
 async def _fold_to_end(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, folded: Folded) -> Folded:

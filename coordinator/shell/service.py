@@ -33,7 +33,8 @@ from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.coordinator.shell.recovery import JOURNAL as JOURNAL_TOPIC
-from swarmlog.coordinator.shell.recovery import reader, recover
+from swarmlog.coordinator.shell.recovery import recover
+from swarmlog.kafka.reading import reader
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported

@@ -11,7 +11,7 @@ from __future__ import annotations
 import faust
 
 from swarmlog.schemas.events import Event
-from swarmlog.streams.budgets import AgentUsage, BudgetPolicy, Budgets, decide_budget, evolve
+from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve
 
 from .config import StreamsConfig
 from .records import Io, now_ms, raw_topic
@@ -24,7 +24,7 @@ CONTROL = "swarm.control"
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
     table = fold_table(app, "budgets")
-    policy = BudgetPolicy(default_tokens=config.budget_tokens)
+    policy = config.budget_policy
     in_flight: set[str] = set()
 
     def state(usage: dict[str, AgentUsage]) -> Budgets:

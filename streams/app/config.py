@@ -11,12 +11,15 @@ from typing import Any, Literal
 
 from swarmlog.errors import ConfigError
 from swarmlog.settings import Settings
-from swarmlog.streams.budgets import DEFAULT_WINDOW_MS
+from swarmlog.streams.budgets import DEFAULT_WINDOW_MS, BudgetPolicy
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS
 
 ENV_PREFIX = "SWARMLOG_STREAMS_"
 Guarantee = Literal["at_least_once", "exactly_once"]
 
+# A worker killed -9 keeps its partitions until its group session times out, and no worker decides deaths or
+# throttles meanwhile: Faust's default 60 s session would break the 5 s liveness promise, so sessions are short.
+KAFKA_FAUST = {"broker_session_timeout": 10.0, "broker_heartbeat_interval": 1.0}
 # Tansu holds a JoinGroup for about session_timeout/2 and loses changelog updates of multi-record batches.
 TANSU_FAUST = {"broker_session_timeout": 6.0, "broker_heartbeat_interval": 0.5, "producer_max_batch_size": 1}
 
@@ -30,6 +33,8 @@ class StreamsConfig:
     data_dir: Path = dataclasses.field(default_factory=lambda: Path(tempfile.gettempdir()) / "swarmlog-streams")
     liveness_timeout_ms: int = DEFAULT_TIMEOUT_MS
     budget_tokens: int = 100_000
+    budget_overrides: str = ""
+    """Per-agent budgets, `agent-a=5000,agent-b=200`: tokens per window for those agents instead of budget_tokens."""
     budget_window_ms: int = DEFAULT_WINDOW_MS
     tick_s: float = 0.5
     guarantee: Guarantee = "at_least_once"
@@ -40,23 +45,30 @@ class StreamsConfig:
         for name in ("liveness_timeout_ms", "budget_tokens", "budget_window_ms"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
+        self.budget_policy  # a malformed override fails at start, naming the variable
         if self.guarantee == "exactly_once" and self.settings.broker == "tansu":
             raise ConfigError("Tansu has no transactions: unset SWARMLOG_STREAMS_GUARANTEE or use --broker kafka")
 
     @classmethod
     def from_env(cls, settings: Settings, env: Mapping[str, str] | None = None, **flags: Any) -> StreamsConfig:
         """The configuration from SWARMLOG_STREAMS_* variables, overridden by the flags that are not None."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for field in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + field.name.upper())
-            if field.name != "settings" and raw:
-                values[field.name] = _convert(field.name, field.default, raw)
+        values = {field.name: knob(field.name, env) for field in dataclasses.fields(cls) if field.name != "settings"}
         values.update({name: value for name, value in flags.items() if value is not None})
         return cls(settings=settings, **values)
 
+    @property
+    def budget_policy(self) -> BudgetPolicy:
+        """The default budget and the per-agent overrides, or a ConfigError naming the malformed entry."""
+        per_agent: dict[str, int] = {}
+        for entry in filter(None, (part.strip() for part in self.budget_overrides.split(","))):
+            agent_id, _, tokens = entry.rpartition("=")
+            if not agent_id or not tokens.isdigit() or int(tokens) < 1:
+                raise ConfigError(f"{ENV_PREFIX}BUDGET_OVERRIDES entry {entry!r} is not agent-id=tokens (tokens >= 1)")
+            per_agent[agent_id] = int(tokens)
+        return BudgetPolicy(self.budget_tokens, per_agent)
+
     def faust_settings(self) -> dict[str, Any]:
-        """Faust App keyword arguments for this broker kind (Tansu needs short sessions and one-record batches)."""
+        """Faust App keyword arguments for this broker kind: short sessions, and one-record batches on Tansu."""
         settings = self.settings
         assert settings.bootstrap is not None  # __post_init__ refuses a config without one
         common = {
@@ -71,7 +83,16 @@ class StreamsConfig:
             "web_enabled": False,
             "autodiscover": False,
         }
-        return {**common, **TANSU_FAUST} if settings.broker == "tansu" else common
+        return {**common, **(TANSU_FAUST if settings.broker == "tansu" else KAFKA_FAUST)}
+
+
+def knob(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """One worker knob as SWARMLOG_STREAMS_<NAME> sets it, else its default (replay folds with what the worker used)."""
+    field = next(field for field in dataclasses.fields(StreamsConfig) if field.name == name)
+    raw = (os.environ if env is None else env).get(ENV_PREFIX + name.upper())
+    if raw:
+        return _convert(name, field.default, raw)
+    return field.default_factory() if field.default is dataclasses.MISSING else field.default
 
 
 def _convert(name: str, default: Any, raw: str) -> Any:

@@ -32,6 +32,10 @@ def agent(
     ask_peers: Annotated[bool, typer.Option(help="Offer the model the ask action: a question to another agent of the "
                                                  "region, which costs that agent a generation.")] = False,
     ask_timeout_s: Annotated[float, typer.Option(help="How long a task waits for a peer's answer.")] = 60.0,
+    ground_truth: Annotated[str, typer.Option(help="The ground-truth document (on swarm.groundtruth) to work from.")
+                            ] = "main",
+    resync_s: Annotated[float, typer.Option(help="Seconds between re-syncs of the ground truth (a ResyncRequested "
+                                                 "on swarm.control re-syncs at once).")] = 60.0,
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")] = None,
     metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
@@ -46,6 +50,6 @@ def agent(
         agent_id=agent_id, capabilities=tuple(c.strip() for c in capabilities.split(",") if c.strip()), brain=brain,
         model=model, gpu=gpu, node=node or socket.gethostname(), region=region, slot=slot,
         data_dir=data_dir or settings.cache_dir / "agents", heartbeat_s=heartbeat_s, ask_peers=ask_peers,
-        ask_timeout_s=ask_timeout_s,
+        ask_timeout_s=ask_timeout_s, ground_truth=ground_truth, resync_s=resync_s,
     )
     asyncio.run(run_agent(config, settings))

@@ -20,7 +20,8 @@ from rich.table import Table
 
 from swarmlog.commands.common import one_line_errors, out, print_json
 from swarmlog.coordinator import Config, initial
-from swarmlog.coordinator.shell.recovery import reader, recover
+from swarmlog.coordinator.shell.recovery import recover
+from swarmlog.kafka.reading import reader
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError

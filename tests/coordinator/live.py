@@ -12,7 +12,8 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from swarmlog.coordinator.shell.recovery import JOURNAL, reader, records_to_end
+from swarmlog.coordinator.shell.recovery import JOURNAL
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported

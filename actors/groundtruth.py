@@ -1,0 +1,29 @@
+"""The ground truth an agent works from, pure: the latest version of its document, folded from the compacted topic."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from swarmlog.schemas.events import Event
+
+GROUND_TRUTH_TOPIC = "swarm.groundtruth"
+DEFAULT_DOCUMENT = "main"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroundTruth:
+    """One document as the agent last re-synced it; version None until one was ever published."""
+
+    document_id: str = DEFAULT_DOCUMENT
+    version: int | None = None
+    content: str = ""
+
+
+def evolve_ground_truth(truth: GroundTruth, event: Event) -> GroundTruth:
+    """A newer version of the agent's document replaces the one it holds; anything else changes nothing."""
+    data = event.data
+    if event.name != "GroundTruthUpdated" or data["document_id"] != truth.document_id:
+        return truth
+    if truth.version is not None and data["version"] <= truth.version:
+        return truth
+    return GroundTruth(truth.document_id, data["version"], data["content"])

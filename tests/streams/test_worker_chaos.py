@@ -1,0 +1,122 @@
+"""kill -9 of the streams worker at random moments while 2,000 events flow (10 times on Apache Kafka, 5 on Tansu).
+
+After the flow, every table the restarted worker holds equals the pure fold of its source topics, computed by the
+replay code (`swarmlog replay diff`'s own function), and every alert it owes was raised exactly once: a death per
+silent agent, a deadlock per ring of waits, a throttle and a restore per agent driven over its budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from worker_harness import Client, Worker, now_event
+
+from swarmlog.replay.diff import diff_table
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+
+pytestmark = pytest.mark.slow
+KILLS = {"kafka": 10, "tansu": 5}
+EVENTS, AGENTS, RINGS, SPENDERS = 2000, 20, 6, 4
+TIMEOUT_MS, BUDGET, WINDOW_MS = 2000, 1000, 4000
+
+
+def traffic(run: str) -> list[tuple[str, str, Event]]:
+    """EVENTS events in order: registrations, then heartbeats of every agent interleaved with rings of waits and usage."""
+    agents = [f"chaos-{run}-{index}" for index in range(AGENTS)]
+    registrations = {a: now_event("AgentRegistered", agent_id=a, capabilities=["code"], model="m", brain="scripted",
+                                  node="n1", gpu=None, region="r1", slot=0) for a in agents}
+    flow: list[tuple[str, str, Event]] = [("swarm.agents.registry", a, e) for a, e in registrations.items()]
+    specials = [("swarm.waits", agents[3 * r + i], (r, i)) for r in range(RINGS) for i in range(3)]
+    specials += [("swarm.usage", agents[s], s) for s in range(SPENDERS)]
+    sequence = 0
+    while len(flow) < EVENTS:
+        if specials and sequence % 7 == 3:
+            topic, key, what = specials.pop(0)
+            flow.append((topic, key, _special(run, agents, topic, what)))
+        else:
+            agent = agents[sequence % AGENTS]
+            flow.append(("swarm.agents.heartbeats", agent, ("beat", agent, registrations[agent].event_id, sequence)))
+        sequence += 1
+    return flow
+
+
+def _special(run: str, agents: list[str], topic: str, what) -> Event:  # type: ignore[no-untyped-def]
+    """A wait of a ring (ring r is agents 3r, 3r+1, 3r+2; each waits for the next) or a usage over the budget."""
+    if topic == "swarm.waits":
+        ring, member = what
+        return now_event("WaitStarted", wait_id=f"w-{run}-{ring}-{member}", waiter_agent_id=agents[3 * ring + member],
+                         waits_for_agent_id=agents[3 * ring + (member + 1) % 3])
+    return now_event("TokensUsed", agent_id=agents[what], generation_id=f"g-{run}-{what}",
+                     prompt_tokens=BUDGET, completion_tokens=200)
+
+
+def stamped(item) -> Event:  # type: ignore[no-untyped-def]
+    """The event to send now (heartbeats are stamped when sent, so liveness sees a live agent)."""
+    if isinstance(item, tuple):
+        _, agent, registration, sequence = item
+        return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration, sequence=sequence,
+                         status="IDLE", in_flight_task=None, region="r1", slot=0)
+    return item
+
+
+async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every_alert_once(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SWARMLOG_STREAMS_BUDGET_WINDOW_MS", str(WINDOW_MS))  # replay folds with the worker's window
+    run, kills = uuid.uuid4().hex[:6], KILLS.get(settings.broker, 5)
+    chaos = random.Random()
+    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "data",
+                    liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS)
+    client = Client(settings.bootstrap)
+    flow = traffic(run)
+    chunk = len(flow) // (kills + 1) + 1
+    await asyncio.to_thread(worker.start)
+    try:
+        for start in range(0, len(flow), chunk):
+            for topic, key, item in flow[start:start + chunk]:
+                await asyncio.to_thread(client.send, topic, key, stamped(item))
+            if start + chunk < len(flow):
+                await asyncio.sleep(chaos.uniform(0, 1.0))
+                worker.stop(signal.SIGKILL)
+                await asyncio.to_thread(worker.start)
+        owed = await _alerts_owed(client, run)
+    finally:
+        if worker.process is not None and worker.process.poll() is None:
+            assert worker.stop(signal.SIGTERM) == 0
+
+    deaths, deadlocks, exceeded, restored = owed
+    assert set(deaths) == {f"chaos-{run}-{index}" for index in range(AGENTS)} and set(deaths.values()) == {1}, deaths
+    assert len(deadlocks) == RINGS and set(deadlocks.values()) == {1}, deadlocks
+    assert set(exceeded.values()) == {1} and exceeded.keys() == restored.keys() and set(restored.values()) == {1}
+    assert {agent for agent, _ in exceeded} == {f"chaos-{run}-{s}" for s in range(SPENDERS)}
+    for table in ("registry", "waitgraph", "budgets"):
+        comparison = await diff_table(settings, table, worker.app_id)
+        ours = [d for d in comparison.differences if run in d.key]
+        assert not ours, f"{table}: {ours[:3]}"
+
+
+async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def]
+    """Once every agent was declared dead: deaths per agent, deadlocks per ring, throttles and restores per window."""
+    ours = lambda event: run in str(event.data.get("agent_id", "")) or any(run in a for a in event.data.get("cycle", ()))  # noqa: E731
+    deadline = time.monotonic() + TIMEOUT_MS / 1000 + 60
+    while True:
+        registry = await asyncio.to_thread(client.read, "swarm.agents.registry", ours, lambda _: False, 2)
+        deaths = Counter(e.data["agent_id"] for e in {e.event_id: e for e in registry
+                                                      if e.name == "AgentDeclaredDead"}.values())
+        if len(deaths) == AGENTS or time.monotonic() > deadline:
+            break
+    alerts = {e.event_id: e for e in await asyncio.to_thread(client.read, "swarm.alerts", ours, lambda _: False, 2)}
+    control = {e.event_id: e for e in await asyncio.to_thread(client.read, "swarm.control", ours, lambda _: False, 2)}
+    deadlocks = Counter(frozenset(e.data["wait_ids"]) for e in alerts.values())
+    exceeded = Counter((e.data["agent_id"], e.data["window_end"]) for e in control.values()
+                       if e.name == "BudgetExceeded")
+    restored = Counter((e.data["agent_id"], e.data["window_start"]) for e in control.values()
+                       if e.name == "BudgetRestored")
+    return deaths, deadlocks, exceeded, restored
