@@ -7,6 +7,8 @@ partition, so the graph is never split and a cycle is decided once; it is change
 restarted owner resumes from it. The cost is that the graph lives on one worker: fine for the active waits of
 hundreds of agents (a few hundred edges, plus ended waits kept for the retention).
 A DeadlockDetected is produced before it is folded, so a crash in between repeats it with the same event_id.
+Both agents work in chunks (up to CHUNK waits or CHUNK_S seconds): the graph is pickled whole into the changelog, so
+writing it per wait made the processor's cost grow with the graph (~45 waits/s at 10k edges).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from .tables import fold_table
 WAITS = "swarm.waits"
 ALERTS = "swarm.alerts"
 GRAPH_KEY = "graph"
+CHUNK, CHUNK_S = 500, 0.1
+"""Waits forwarded and folded together: one changelog write and one wait for the broker per chunk, not per wait,
+and detection still well within 1 s of the closing edge."""
 
 
 def global_waits_topic(config: StreamsConfig) -> str:
@@ -35,18 +40,21 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     global_waits = raw_topic(app, global_waits_topic(config), partitions=1, internal=True)
 
     async def forward(stream: faust.StreamT) -> None:
-        async for record, _ in io.decoded(stream):
-            await (await global_waits.send(key=GRAPH_KEY.encode(), value=record.value))
+        async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):
+            sent = [await global_waits.send(key=GRAPH_KEY.encode(), value=record.value) for record, _ in chunk]
+            for pending in sent:  # all delivered before the chunk is acknowledged
+                await pending
 
     async def detect(stream: faust.StreamT) -> None:
-        async for _, event in io.decoded(stream):
-            before = table.get(GRAPH_KEY) or INITIAL
-            graph = evolve(before, event)
-            for deadlock in decide_deadlocks(graph, now_ms(), event):
-                await io.send(ALERTS, ",".join(deadlock.data["cycle"]), deadlock)
-                graph = evolve(graph, deadlock)
+        async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):
+            before = graph = table.get(GRAPH_KEY) or INITIAL
+            for _, event in chunk:
+                graph = evolve(graph, event)
+                for deadlock in decide_deadlocks(graph, now_ms(), event):
+                    await io.send(ALERTS, ",".join(deadlock.data["cycle"]), deadlock)
+                    graph = evolve(graph, deadlock)
             if graph != before:
-                table[GRAPH_KEY] = graph
+                table[GRAPH_KEY] = graph  # one changelog write per chunk: the graph is pickled whole
 
     app.agent(raw_topic(app, WAITS), name="waits-forward")(forward)
     app.agent(global_waits, name="waits-graph")(detect)

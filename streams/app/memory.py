@@ -29,7 +29,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> None:
         try:
             async for chunk in io.decoded_chunks(stream, CHUNK, config.tick_s):
                 batcher, now, writes = WriteBatcher(), now_ms(), []
-                for event in chunk:
+                for _, event in chunk:
                     write = plan_write(event, now)
                     if write is not None:
                         batcher, closed = batcher.add(write, event.occurred_at_ms)

@@ -53,11 +53,13 @@ class Io:
             if event is not None:
                 yield record, event
 
-    async def decoded_chunks(self, stream: faust.StreamT, size: int, within_s: float) -> AsyncIterator[list[Event]]:
-        """The stream's events in chunks of at most `size` or `within_s` seconds, acknowledged after each chunk."""
+    async def decoded_chunks(self, stream: faust.StreamT, size: int,
+                             within_s: float) -> AsyncIterator[list[tuple[EventT, Event]]]:
+        """The stream's records with their events in chunks of at most `size` or `within_s` seconds, acknowledged
+        after each chunk (undecodable records go to the dead letters instead)."""
         async for records in stream.take_events(size, within_s):
-            events = [await self._decode(record) for record in records]
-            yield [event for event in events if event is not None]
+            decoded = [(record, await self._decode(record)) for record in records]
+            yield [(record, event) for record, event in decoded if event is not None]
 
     async def _decode(self, record: EventT) -> Event | None:
         message = record.message
