@@ -23,6 +23,7 @@ from aiokafka.protocol.admin import ApiVersionRequest
 
 from swarmlog.errors import ServiceError
 from swarmlog.services import Broker, Redis
+from swarmlog.services.kafka import cluster_id
 from swarmlog.services.probe import kafka_answers
 from swarmlog.services.redis import run_redis
 
@@ -236,3 +237,9 @@ def test_up_killed_outright_leaves_no_orphans() -> None:
     # Nobody is left to remove the services' temporary folders; tidy up after the test.
     for workdir in workdirs:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_a_kafka_cluster_id_never_starts_with_a_dash_which_kafka_storage_would_take_for_an_option():
+    draws = iter([bytes([0xF8]) + bytes(15), bytes(16)])  # 0xF8... encodes to "-A...", then "AAAA..."
+    assert cluster_id(lambda: next(draws)) == "A" * 22
+    assert all(not cluster_id().startswith("-") for _ in range(2000))

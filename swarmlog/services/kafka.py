@@ -11,7 +11,7 @@ import hashlib
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from swarmlog.errors import ServiceError
@@ -93,6 +93,17 @@ def server_properties(data_dir: Path, port: int, controller_port: int) -> str:
     return "".join(f"{key}={value}\n" for key, value in config.items())
 
 
+def cluster_id(draw: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A random cluster id as Kafka writes them (URL-safe base64 of 16 bytes) that does not start with "-".
+
+    One in 64 ids would: kafka-storage's argument parser then takes it for an option and formatting fails (a CI
+    run did). Kafka's own Uuid.randomUuid() draws again for the same reason.
+    """
+    while (drawn := base64.urlsafe_b64encode(draw()).decode().rstrip("=")).startswith("-"):
+        pass
+    return drawn
+
+
 @contextlib.contextmanager
 def run_kafka(cache_dir: Path, timeout_s: float = 90.0) -> Iterator[Broker]:
     """A fresh Apache Kafka broker on free ports with a temporary log dir, removed on exit."""
@@ -105,9 +116,8 @@ def run_kafka(cache_dir: Path, timeout_s: float = 90.0) -> Iterator[Broker]:
         config = workdir / "server.properties"
         config.write_text(server_properties(workdir / "data", port, controller_port))
         jvm = [java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath]
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         process.run_once(
-            [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id, "--config", str(config)],
+            [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(), "--config", str(config)],
             what="Formatting Kafka's storage",
             log=log,
         )
