@@ -16,6 +16,7 @@ from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams.registry import Registry, evolve
 
 TIMEOUT_MS = 2000
+IN_FLIGHT_MS = 500
 BUDGET = 1000
 WINDOW_MS = 4000
 
@@ -75,7 +76,9 @@ def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(w
                          until=lambda found: False, timeout_s=TIMEOUT_MS / 1000 + 4)
     assert [(d.data["agent_id"], d.data["registration_id"]) for d in deaths] == [(quiet, runs[quiet].event_id)]
     late_ms = deaths[0].occurred_at_ms - last[quiet].occurred_at_ms - TIMEOUT_MS
-    assert 0 < late_ms <= 1000
+    # Not before the timeout, give or take a heartbeat still in flight when the timer fired: this test stamps each
+    # one before a fresh producer connects, and on Tansu under load the last one has landed ~200 ms after the death.
+    assert -IN_FLIGHT_MS < late_ms <= 1000
 
 
 def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_order(worker, client):
