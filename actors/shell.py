@@ -185,8 +185,10 @@ class Agent:
         (effect,) = decision.effects
         if isinstance(effect, Work):
             work = self._work(effect.order)
+        elif isinstance(effect, Reply):
+            work = self._reply(effect.question)
         else:
-            work = self._vote(effect.ballot) if not isinstance(effect, Reply) else self._reply(effect.question)
+            work = self._vote(effect.ballot)
         self._busy = asyncio.create_task(self._then_checkpoint(work, record.offset + 1))
         self._gate()
 
