@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -219,6 +221,10 @@ class PromptRecorder(ScriptedBrain):
 
 
 async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next_prompt(settings, tmp_path):
+    # A memory bus of its own (a Redis database per broker kind): the other broker's run of this test stores a
+    # near-identical fact in the shared one, which could rank first and hide this run's.
+    database = {"kafka": 1, "tansu": 2}.get(settings.broker, 3)
+    settings = dataclasses.replace(settings, redis_url=urlsplit(settings.redis_url)._replace(path=f"/{database}").geturl())
     agent_id, slot, fact = f"mem-{uuid.uuid4().hex[:8]}", 57, f"the build cache lives on node seven {uuid.uuid4().hex}"
     brain = PromptRecorder(script=[json.dumps({"action": "remember", "content": fact, "confidence": 1}),
                                    json.dumps({"action": "answer", "content": "done", "confidence": 1})])
