@@ -49,7 +49,12 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
         views = dict(table.items())
         for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
-        deaths = decide_liveness(Registry(views), now, config.liveness_timeout_ms)
+        if not decide_liveness(Registry(views), now, config.liveness_timeout_ms):
+            return
+        # A heartbeat written before `now` may be missing from the last fetch: only the broker's end offsets tell.
+        if not await progress.caught_up_now():
+            return
+        deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms)
         for death in deaths:
             if death.event_id not in in_flight:
                 in_flight.add(death.event_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import faust
 from faust.types import TP
@@ -21,17 +21,31 @@ class Progress:
         self._next[tp] = offset + 1
 
     def caught_up(self) -> bool:
-        """True when every assigned partition is folded up to its high-water mark and no rebalance or recovery runs."""
+        """True when every assigned partition is folded up to its last fetch's high-water mark, outside rebalances."""
         app = self._app
         if app.rebalancing or not app.tables.recovery.completed.is_set():
             return False
         consumer = app.consumer
-        for tp in consumer.assignment():
-            if tp.topic not in self._topics:
-                continue
-            highwater = consumer.highwater(tp)
+        return self._folded_to({tp: consumer.highwater(tp) for tp in self._assigned()})
+
+    async def caught_up_now(self) -> bool:
+        """Like `caught_up`, against end offsets asked of the broker now: every record written before the call counts.
+
+        The last fetch's high-water marks can be stale by a delivery; a decision that a silence is final needs this.
+        """
+        if not self.caught_up():
+            return False
+        ends = await self._app.consumer.highwaters(*self._assigned())
+        return not self._app.rebalancing and self._folded_to(ends)
+
+    def _assigned(self) -> list[TP]:
+        return [tp for tp in self._app.consumer.assignment() if tp.topic in self._topics]
+
+    def _folded_to(self, highwaters: Mapping[TP, int | None]) -> bool:
+        committed = self._app.consumer._committed_offset
+        for tp, highwater in highwaters.items():
             # Nothing folded since (re)start: resume from the committed offset Faust sought to (None if never).
-            next_offset = self._next.get(tp, consumer._committed_offset.get(tp))
+            next_offset = self._next.get(tp, committed.get(tp))
             if highwater is None or (highwater > 0 and (next_offset or 0) < highwater):
                 return False
         return True

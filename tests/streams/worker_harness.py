@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -92,12 +93,27 @@ class Client:
         """The decodable events of `topic` that `keep` accepts, once `until` holds for them or the timeout passes."""
         return asyncio.run(self._read(topic, keep, until, timeout_s))
 
+    def send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
+        """Connect, then stamp the event `make` builds and produce it; returns it with the wall-clock ms of its ack."""
+        return asyncio.run(self._send_now(topic, key, make))
+
     async def _send(self, topic: str, key: str, payloads: list[bytes]) -> None:
+        async with self._producer() as producer:
+            for payload in payloads:
+                await producer.send_and_wait(topic, payload, key=key.encode())
+
+    async def _send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
+        async with self._producer() as producer:
+            event = make()
+            await producer.send_and_wait(topic, encode(event), key=key.encode())
+            return event, int(time.time() * 1000)
+
+    @contextlib.asynccontextmanager
+    async def _producer(self) -> AsyncIterator[AIOKafkaProducer]:
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
         await producer.start()
         try:
-            for payload in payloads:
-                await producer.send_and_wait(topic, payload, key=key.encode())
+            yield producer
         finally:
             await producer.stop()
 
