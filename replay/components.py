@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from datetime import datetime
 from typing import Any, Literal
 
@@ -32,6 +32,17 @@ class Component:
     """The Faust table that holds it live, if any."""
     from_table: Callable[[Mapping[str, Any]], Any] | None = None
     """The state that table's values (by table key) make up: the live side of a diff."""
+    evolve_all: Callable[[Any, Iterable[Event]], Any] | None = None
+    """The fold's own batch form of `evolve` over many events, where it has one (same result, less copying)."""
+
+    def fold(self, state: Any, events: Iterable[Event]) -> Any:
+        """The state after `events` in order."""
+        if self.evolve_all is not None:
+            return self.evolve_all(state, events)
+        evolve = self.evolve
+        for event in events:
+            state = evolve(state, event)
+        return state
 
     def partitions(self, key: str | None, regions: tuple[str, ...]) -> tuple[int, ...] | None:
         """The source partitions (None: all): a region's coordinator reads its own journal partition only."""
@@ -88,13 +99,15 @@ COMPONENTS: dict[str, Component] = {component.name: component for component in (
               _swarm, coordinator_evolve, key="mission"),
     Component("registry", "the agent registry and liveness (Faust table `registry`)",
               ("swarm.agents.registry", "swarm.agents.heartbeats"), lambda *_: registry.INITIAL, registry.evolve,
-              table="registry", from_table=lambda table: registry.Registry(dict(table))),
+              table="registry", from_table=lambda table: registry.Registry(dict(table)),
+              evolve_all=registry.evolve_all),
     Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
               ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
               table="waitgraph", from_table=lambda table: table.get("graph") or waitgraph.INITIAL),
     Component("budgets", "token usage per agent per window (Faust table `budgets`; the window is the worker's "
               "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)", ("swarm.usage", "swarm.control"), lambda *_: _budgets({}),
-              budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table))),
+              budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table)),
+              evolve_all=budgets.evolve_all),
     Component("agent", "one agent's task state (its rocksdict checkpoint)",
               ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
               lambda agent_id, _: agent.initial(agent_id), agent.evolve, key="agent"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from swarmlog.errors import DecodeError
 from swarmlog.replay.components import Component
@@ -14,9 +15,11 @@ from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Record:
-    """One record as read from the log or a history file: where it sits, its timestamp and raw bytes."""
+class Record(NamedTuple):
+    """One record as read from the log or a history file: where it sits, its timestamp and raw bytes.
+
+    A named tuple, not a dataclass: a history holds a million of them, and a tuple is built three times faster.
+    """
 
     topic: str
     partition: int
@@ -47,10 +50,29 @@ class Replayed:
 
 def ordered(records: Iterable[Record]) -> list[Record]:
     """Each partition in offset order, partitions merged by record timestamp (ties: topic, partition)."""
-    by_partition = itertools.groupby(sorted(records, key=lambda r: (r.topic, r.partition, r.offset)),
-                                     key=lambda r: (r.topic, r.partition))
-    return list(heapq.merge(*(list(group) for _, group in by_partition),
-                            key=lambda r: (r.timestamp, r.topic, r.partition)))
+    records = list(records)
+    if _in_fold_order(records):  # a history file or a single partition usually is: no sort, no merge
+        return records
+    by_partition = itertools.groupby(sorted(records, key=_PLACE), key=_PARTITION)
+    return list(heapq.merge(*(list(group) for _, group in by_partition), key=_MERGE))
+
+
+_PLACE = operator.attrgetter("topic", "partition", "offset")
+_PARTITION = operator.attrgetter("topic", "partition")
+_MERGE = operator.attrgetter("timestamp", "topic", "partition")
+
+
+def _in_fold_order(records: list[Record]) -> bool:
+    """Whether `ordered` would return `records` as they are: merge keys never fall, offsets rise per partition."""
+    keys = list(map(_MERGE, records))
+    if any(map(operator.gt, keys, itertools.islice(keys, 1, None))):
+        return False
+    last: dict[tuple[str, int], int] = {}
+    for topic, partition, offset, *_ in records:
+        if last.get((topic, partition), -1) >= offset:
+            return False
+        last[topic, partition] = offset
+    return True
 
 
 def decoded(records: Iterable[Record], codec: Codec | None = None) -> Iterator[tuple[Record, Event | Problem]]:
@@ -74,10 +96,17 @@ def replay(component: Component, key: str | None, regions: tuple[str, ...], reco
            codec: Codec | None = None) -> Replayed:
     """The component's state after folding `records` (of its topics) from its initial state, with the problems."""
     key = component.resolve(key, regions)
-    state, events, problems = component.start(key, regions), 0, []
-    for _, event in decoded(selected(component, key, regions, records), codec):
-        if isinstance(event, Problem):
-            problems.append(event)
-        else:
-            state, events = component.evolve(state, event), events + 1
-    return Replayed(state, events, tuple(problems))
+    problems: list[Problem] = []
+    folded = 0
+
+    def events() -> Iterator[Event]:
+        nonlocal folded
+        for _, event in decoded(selected(component, key, regions, records), codec):
+            if isinstance(event, Problem):
+                problems.append(event)
+            else:
+                folded += 1
+                yield event
+
+    state = component.fold(component.start(key, regions), events())
+    return Replayed(state, folded, tuple(problems))

@@ -133,7 +133,14 @@ class Codec:
                 f"unknown schema fingerprint {fp.hex()}: written with a schema this build does not keep; "
                 "upgrade swarmlog or check the producer"
             )
-        data = _fast_read(plan, payload, start)
+        data = None
+        if plan.fast is not None:  # the generated reader; on any doubt about the bytes fastavro reads them again
+            try:
+                data, end = plan.fast(payload, start)
+            except Exception:
+                data = None
+            else:
+                data = data if end == len(payload) else None
         if data is None:
             data = self._read(plan, payload, start)
         try:
@@ -165,17 +172,6 @@ class Codec:
             return self.decode(payload)
         except DecodeError as exc:
             raise exc.at(topic, partition, offset) from None
-
-
-def _fast_read(plan: _Plan, payload: bytes, start: int) -> dict[str, Any] | None:
-    """The body read by the generated reader, or None where there is none or it doubts the bytes (fastavro decides)."""
-    if plan.fast is None:
-        return None
-    try:
-        data, end = plan.fast(payload, start)
-    except Exception:  # any doubt about the bytes: fastavro reads them again and says what is wrong
-        return None
-    return data if end == len(payload) else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,11 +12,12 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 
 from swarmlog.schemas.events import Event, to_millis
 
 from .alerts import alert, from_millis
+from .keyed import fold_by_agent
 from .persistent import PMap, PSet, replace
 
 DEFAULT_WINDOW_MS = 60_000
@@ -59,18 +60,31 @@ INITIAL = Budgets()
 def evolve(state: Budgets, event: Event) -> Budgets:
     """The budgets after `event`; other events leave them as they are."""
     agent_id = event.data.get("agent_id")
-    before = state.agents.get(agent_id) if isinstance(agent_id, str) else None
-    if event.name == "TokensUsed":
-        after = _used(before, event, window_start(event.occurred_at_ms, state.window_ms))
-    elif event.name == "BudgetExceeded":
-        after = _exceeded(before, event.data)
-    elif event.name == "BudgetRestored" and before is not None:
-        after = _restored(before, event.data)
-    else:
+    if not isinstance(agent_id, str):
         return state
-    if after == before:
+    before = state.agents.get(agent_id)
+    after = evolve_usage(before, event, state.window_ms)
+    if after is before or after is None:
         return state
     return replace(state, agents=PMap.of(state.agents).set(agent_id, after))
+
+
+def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
+    """`evolve` over `events` in order, with the usages held in a dict meanwhile, as the worker's table holds them."""
+    window_ms = state.window_ms
+    return replace(state, agents=fold_by_agent(state.agents, events,
+                                                lambda usage, event: evolve_usage(usage, event, window_ms)))
+
+
+def evolve_usage(usage: AgentUsage | None, event: Event, window_ms: int) -> AgentUsage | None:
+    """One agent's usage after `event`, in `window_ms` windows (the per-key fold); `usage` itself when unchanged."""
+    if event.name == "TokensUsed":
+        return _used(usage, event, window_start(event.occurred_at_ms, window_ms))
+    if event.name == "BudgetExceeded":
+        return _exceeded(usage, event.data)
+    if event.name == "BudgetRestored" and usage is not None:
+        return _restored(usage, event.data)
+    return usage
 
 
 def decide_budget(state: Budgets, trigger: Event | int, policy: BudgetPolicy) -> list[Event]:

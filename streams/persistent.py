@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Set
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Set
 from typing import Any
 
 BITS, WIDTH, LEAF, DEEPEST = 5, 32, 16, 64
@@ -124,13 +124,21 @@ class PSet(Set):
 
 
 def replace(record: Any, **changes: Any) -> Any:
-    """`dataclasses.replace` for the frozen records of a fold, with the field names looked up once per class."""
-    return type(record)(*[changes[name] if name in changes else getattr(record, name) for name in _names(type(record))])
+    """`dataclasses.replace` for the frozen records of a fold, by a constructor call written once per changed-field set."""
+    return _replacer(type(record), tuple(changes))(record, changes)
 
 
 @functools.cache
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(cls) if field.init)
+def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[[Any, dict[str, Any]], Any]:
+    """`(record, changes) -> cls(...)` passing `changes[name]` for the changed fields and `record.name` for the rest."""
+    names = [field.name for field in dataclasses.fields(cls) if field.init]
+    unknown = set(changed) - set(names)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(unknown))}")
+    arguments = ", ".join(f"c[{name!r}]" if name in changed else f"r.{name}" for name in names)
+    scope = {"cls": cls}
+    exec(f"def replaced(r, c):\n    return cls({arguments})", scope)
+    return scope["replaced"]
 
 
 def _get(node: Node, key: object, h: int) -> Any:

@@ -14,12 +14,13 @@ Rules (all on event time, so replay gives the same answers):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from swarmlog.schemas.events import Event
 
 from .alerts import alert, from_millis
+from .keyed import fold_by_agent
 from .persistent import PMap, replace
 
 Liveness = Literal["alive", "dead", "deregistered"]
@@ -75,7 +76,7 @@ def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
     if event.name == "AgentDeclaredDead" and of_this_run:
         return replace(view, liveness="dead") if view.alive else view
     if event.name == "AgentDeregistered" and event.occurred_at_ms >= view.registered_at_ms:
-        return replace(view, liveness="deregistered")
+        return view if view.liveness == "deregistered" else replace(view, liveness="deregistered")
     return view
 
 
@@ -86,9 +87,14 @@ def evolve(state: Registry, event: Event) -> Registry:
         return state
     before = state.agents.get(agent_id)
     after = evolve_agent(before, event)
-    if after is None or after == before:
+    if after is None or after is before:  # evolve_agent returns the view itself when the event changes nothing
         return state
     return Registry(PMap.of(state.agents).set(agent_id, after))
+
+
+def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
+    """`evolve` over `events` in order, with the views held in a dict meanwhile, as the worker's table holds them."""
+    return Registry(fold_by_agent(state.agents, events, evolve_agent))
 
 
 def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[Event]:
@@ -134,7 +140,7 @@ def _registered(view: AgentView | None, event: Event) -> AgentView:
 def _heartbeat(view: AgentView, data: Mapping, at_ms: int) -> AgentView:
     latest = max(view.last_heartbeat_ms, at_ms)
     if data["sequence"] <= view.last_sequence:
-        return replace(view, last_heartbeat_ms=latest)
+        return view if latest == view.last_heartbeat_ms else replace(view, last_heartbeat_ms=latest)
     return replace(
         view,
         last_heartbeat_ms=latest,

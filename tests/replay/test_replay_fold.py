@@ -38,7 +38,7 @@ def test_a_garbage_record_is_a_problem_at_its_coordinates_and_the_replay_goes_on
 
 def test_verify_catches_a_fold_that_is_not_deterministic():
     calls = iter(range(10**6))
-    flaky = dataclasses.replace(COMPONENTS["registry"], evolve=lambda state, event: dataclasses.replace(
+    flaky = dataclasses.replace(COMPONENTS["registry"], evolve_all=None, evolve=lambda state, event: dataclasses.replace(
         state, agents={**state.agents, "n": next(calls)}))
     [check] = verify(GOLDEN, REGIONS, [(flaky, None)]).checks
     assert not check.deterministic

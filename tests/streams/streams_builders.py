@@ -42,8 +42,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def assert_fold_laws(evolve: Callable[[Any, Event], Any], initial: Any, events: Sequence[Event], split: int) -> None:
-    """Deterministic, never mutates its input, a redelivered event counts once, snapshot + tail == full fold."""
+def assert_fold_laws(evolve: Callable[[Any, Event], Any], initial: Any, events: Sequence[Event], split: int,
+                     evolve_all: Callable[[Any, Sequence[Event]], Any] | None = None) -> None:
+    """Deterministic, never mutates its input, a redelivered event counts once, snapshot + tail == full fold,
+    and the fold's batch form (if any) agrees with it from the start and from the snapshot."""
     full = fold(evolve, initial, events)
     assert stable(fold(evolve, initial, events)) == stable(full)
     state = initial
@@ -55,3 +57,7 @@ def assert_fold_laws(evolve: Callable[[Any, Event], Any], initial: Any, events: 
         state = after
     snapshot = pickle.loads(pickle.dumps(fold(evolve, initial, events[:split])))
     assert stable(fold(evolve, snapshot, events[split:])) == stable(full)
+    if evolve_all is not None:
+        assert stable(evolve_all(initial, events)) == stable(full)
+        assert stable(evolve_all(snapshot, events[split:])) == stable(full)
+        assert stable(snapshot) == stable(fold(evolve, initial, events[:split]))  # the batch form mutated nothing

@@ -98,7 +98,7 @@ def runs(draw):
 @given(runs(), st.data())
 def test_the_budget_fold_obeys_the_fold_laws(run_, data):
     log, _, _ = run_
-    assert_fold_laws(evolve, budgets.INITIAL, log, data.draw(st.integers(0, len(log))))
+    assert_fold_laws(evolve, budgets.INITIAL, log, data.draw(st.integers(0, len(log))), budgets.evolve_all)
 
 
 @settings(max_examples=150, deadline=None)

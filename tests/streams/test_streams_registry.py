@@ -130,7 +130,7 @@ def runs(draw):
 @given(runs(), st.data())
 def test_the_registry_fold_obeys_the_fold_laws(run, data):
     log, _ = run
-    assert_fold_laws(evolve, registry.INITIAL, log, data.draw(st.integers(0, len(log))))
+    assert_fold_laws(evolve, registry.INITIAL, log, data.draw(st.integers(0, len(log))), registry.evolve_all)
 
 
 @settings(max_examples=150, deadline=None)

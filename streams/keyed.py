@@ -1,0 +1,26 @@
+"""Folding a run of events per agent into a plain dict, as a keyed table does: the batch form of a keyed fold."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from swarmlog.schemas.events import Event
+
+from .persistent import PMap
+
+V = TypeVar("V")
+
+
+def fold_by_agent(values: Mapping[str, V], events: Iterable[Event],
+                  evolve_value: Callable[[V | None, Event], V | None]) -> PMap:
+    """`values` after each event's agent_id entry went through `evolve_value` (which returns it itself if unchanged)."""
+    held: dict[str, Any] = dict(values)
+    for event in events:
+        agent_id = event.data.get("agent_id")
+        if isinstance(agent_id, str):
+            before = held.get(agent_id)
+            after = evolve_value(before, event)
+            if after is not before and after is not None:
+                held[agent_id] = after
+    return PMap(held)
