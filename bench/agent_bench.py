@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Console
 from rich.table import Table
 
@@ -40,8 +39,8 @@ from swarmlog.actors.shell import INBOX_TOPIC, Agent, AgentConfig
 from swarmlog.actors.steps import Run
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
@@ -100,51 +99,11 @@ async def raw(brain: Brain, tasks: list[Event], max_tokens: int) -> tuple[list[f
     return seconds, tokens, time.perf_counter() - started
 
 
-class Watch:
+def agent_events(settings: Settings) -> Collector:
     """The agent's task, token and heartbeat events, collected in the background from the start of the topics."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.events: list[Event] = []
-        self._settings = settings
-        self._changed = asyncio.Event()
-
-    async def __aenter__(self) -> Watch:
-        topic_of = {name: spec.name for spec in catalog(self._settings) for name in spec.events}
-        topics = {topic_of[name] for name in ("TaskCompleted", "TokensUsed", "AgentHeartbeat")}
-        async with EventProducer(self._settings, client_id="bench-metadata") as producer:
-            partitions = [TopicPartition(t, p) for t in sorted(topics) for p in await producer.raw.partitions_for(t)]
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, enable_auto_commit=False)
-        await self._consumer.start()
-        self._consumer.assign(partitions)
-        await self._consumer.seek_to_beginning(*partitions)
-        self._task = asyncio.create_task(self._collect())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        await self._consumer.stop()
-
-    async def _collect(self) -> None:
-        while True:
-            for tp, records in (await self._consumer.getmany(timeout_ms=500)).items():
-                for record in records:
-                    event = decode_record(record.value, tp.topic, tp.partition, record.offset)
-                    if event.data.get("agent_id") == AGENT_ID:
-                        self.events.append(event)
-                        self._changed.set()
-
-    def named(self, *names: str, mission_id: str | None = None) -> list[Event]:
-        """The events of those names, of one mission when given."""
-        return [e for e in self.events if e.name in names and mission_id in (None, e.data.get("mission_id"))]
-
-    async def closed(self, mission_id: str, count: int, timeout_s: float) -> None:
-        """Wait until `count` tasks of the mission completed or failed."""
-        async with asyncio.timeout(timeout_s):
-            while len(self.named("TaskCompleted", "TaskFailed", mission_id=mission_id)) < count:
-                self._changed.clear()
-                await self._changed.wait()
+    topic_of = {name: spec.name for spec in catalog(settings) for name in spec.events}
+    topics = sorted({topic_of[name] for name in ("TaskCompleted", "TokensUsed", "AgentHeartbeat")})
+    return Collector(settings, *topics, keep=lambda event: event.data.get("agent_id") == AGENT_ID)
 
 
 @dataclasses.dataclass
@@ -159,7 +118,7 @@ class Measured:
     idle: tuple[int, int] = (0, 0)  # the idle window before the first round, ms
 
 
-async def loop_round(settings: Settings, watch: Watch, round_: int, args: argparse.Namespace,
+async def loop_round(settings: Settings, watch: Collector, round_: int, args: argparse.Namespace,
                      measured: Measured) -> None:
     """Give the running agent every task at once and wait until it closed them all."""
     mission_id = f"bench-{uuid.uuid4().hex[:8]}-r{round_}"
@@ -167,21 +126,22 @@ async def loop_round(settings: Settings, watch: Watch, round_: int, args: argpar
         for n in range(args.tasks):
             event = assigned(mission_id, n, args.max_steps, round_ * args.tasks)
             await producer.send(INBOX_TOPIC, event, key=AGENT_ID, partition=SLOT)
-    await watch.closed(mission_id, args.tasks, args.timeout_s)
+    closed = lambda: watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)  # noqa: E731
+    await watch.wait_for(lambda: len(closed()) >= args.tasks, args.timeout_s)
     started = min(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
-    ended = max(millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed",
-                                                                   mission_id=mission_id))
+    ended = max(millis(e.data["occurred_at"]) for e in closed())
     measured.loop_spans.append((started, ended))
     measured.missions.append(mission_id)
 
 
-async def measure(settings: Settings, brain: Brain, args: argparse.Namespace, workdir: Path) -> tuple[Measured, Watch]:
+async def measure(settings: Settings, brain: Brain, args: argparse.Namespace,
+                  workdir: Path) -> tuple[Measured, Collector]:
     """Idle first (jitter baseline), then rounds of raw and loop passes over the same prompts, ABBA."""
     config = AgentConfig(agent_id=AGENT_ID, capabilities=("coding",), brain="llamacpp", model=None, gpu=None,
                          node="bench", region="region-0", slot=SLOT, data_dir=workdir, heartbeat_s=args.heartbeat_s)
     measured = Measured()
     agent = Agent(config, settings, brain)
-    async with Watch(settings) as watch:
+    async with agent_events(settings) as watch:
         running = asyncio.create_task(agent.run())
         try:
             idle_from = now_ms()
@@ -215,7 +175,7 @@ def jitter(beats: list[int], period_ms: float) -> tuple[int, float, float, float
     return len(deviations), percentile(deviations, 50), percentile(deviations, 99), max(deviations)
 
 
-def report(console: Console, measured: Measured, watch: Watch, args: argparse.Namespace) -> float:
+def report(console: Console, measured: Measured, watch: Collector, args: argparse.Namespace) -> float:
     """The tables; returns the overhead in %."""
     missions = set(measured.missions)
     mine = lambda *names: [e for e in watch.named(*names) if e.data.get("mission_id") in missions]  # noqa: E731

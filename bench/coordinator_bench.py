@@ -37,6 +37,7 @@ from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
@@ -89,52 +90,17 @@ async def floor(bootstrap: str, count: int) -> list[float]:
         await producer.stop()
 
 
-class Observer:
-    """TaskStarted occurred_at per (mission, task), read from the task events topic from now on."""
+def task_starts(settings: Settings) -> Collector:
+    """The TaskStarted events on the task events topic from now on, collected in the background."""
+    return Collector(settings, TASKS_TOPIC, start="end", keep=lambda event: event.name == "TaskStarted")
 
-    def __init__(self, settings: Settings) -> None:
-        self.started: dict[str, dict[str, int]] = {}
-        self._settings = settings
-        self._changed = asyncio.Event()
 
-    async def __aenter__(self) -> Observer:
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, enable_auto_commit=False)
-        await self._consumer.start()
-        partitions = [TopicPartition(TASKS_TOPIC, p) for p in sorted(await self._partitions())]
-        self._consumer.assign(partitions)
-        await self._consumer.seek_to_end(*partitions)
-        for tp in partitions:
-            await self._consumer.position(tp)
-        self._task = asyncio.create_task(self._collect())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        await self._consumer.stop()
-
-    async def _partitions(self) -> set[int]:
-        async with EventProducer(self._settings, client_id="bench-observer") as producer:
-            return await producer.raw.partitions_for(TASKS_TOPIC)
-
-    async def _collect(self) -> None:
-        while True:
-            for tp, records in (await self._consumer.getmany(timeout_ms=100)).items():
-                for record in records:
-                    event = decode_record(record.value, tp.topic, tp.partition, record.offset)
-                    if event.name == "TaskStarted":
-                        self.started.setdefault(event.data["mission_id"], {})[event.data["task_id"]] = millis(
-                            event.data["occurred_at"])
-                        self._changed.set()
-
-    async def until(self, mission_id: str, tasks: int, timeout_s: float = 120) -> dict[str, int]:
-        """The start times of a mission's tasks once `tasks` of them have started."""
-        async with asyncio.timeout(timeout_s):
-            while len(self.started.get(mission_id, {})) < tasks:
-                self._changed.clear()
-                await self._changed.wait()
-        return self.started[mission_id]
+async def started_at(observer: Collector, mission_id: str, tasks: int, timeout_s: float = 120) -> dict[str, int]:
+    """TaskStarted occurred_at per task of a mission, once `tasks` of them have started."""
+    by_task = lambda: {e.data["task_id"]: millis(e.data["occurred_at"])  # noqa: E731
+                       for e in observer.named("TaskStarted", mission_id=mission_id)}
+    await observer.wait_for(lambda: len(by_task()) >= tasks, timeout_s)
+    return by_task()
 
 
 async def journal(settings: Settings, region: str) -> list[Event]:
@@ -200,18 +166,18 @@ async def region_up(settings: Settings, region: str, index: int, agents: int, wo
         process.wait(30)
 
 
-async def measure_region(settings: Settings, observer: Observer, region: str, capability: str, missions: int,
+async def measure_region(settings: Settings, observer: Collector, region: str, capability: str, missions: int,
                          burst: int) -> RegionResult:
     """Serial one-task missions, then one burst mission, in one region."""
     serial = []
     async with EventProducer(settings, client_id=f"bench-client-{region}") as producer:
         for n in range(missions + WARMUP):
             mission_id, submitted = await submit(producer, region, capability, 1)
-            started = await observer.until(mission_id, 1)
+            started = await started_at(observer, mission_id, 1)
             if n >= WARMUP:
                 serial.append(started["t0"] - submitted)
         mission_id, submitted = await submit(producer, region, capability, burst)
-        started = await observer.until(mission_id, burst, timeout_s=300)
+        started = await started_at(observer, mission_id, burst, timeout_s=300)
     assigned = sorted(millis(e.data["occurred_at"]) for e in await journal(settings, region)
                       if e.name == "TaskAssigned" and e.data["mission_id"] == mission_id)
     span_s = max(assigned[-1] - assigned[0], 1) / 1000
@@ -222,7 +188,7 @@ async def measure(settings: Settings, regions: list[str], agents: int, missions:
                   workdir: Path) -> list[RegionResult]:
     """Run the regions side by side; one result each."""
     async with contextlib.AsyncExitStack() as stack:
-        observer = await stack.enter_async_context(Observer(settings))
+        observer = await stack.enter_async_context(task_starts(settings))
         capabilities = [await stack.enter_async_context(region_up(settings, region, index, agents, workdir))
                         for index, region in enumerate(regions)]
         return list(await asyncio.gather(*(measure_region(settings, observer, region, capability, missions, burst)

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -34,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.collecting import Collector
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
 from swarmlog.services import open_broker, open_redis
@@ -67,58 +67,6 @@ def envelope(event_id: str, at_ms: int) -> dict:
             "producer": "bench"}
 
 
-class Watch:
-    """Decoded events of some topics from now on, each with the wall-clock ms it was read at."""
-
-    def __init__(self, bootstrap: str, *topics: str) -> None:
-        self.seen: list[tuple[Event, int]] = []
-        self._bootstrap, self._topics = bootstrap, topics
-
-    async def __aenter__(self) -> Watch:
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._bootstrap, enable_auto_commit=False,
-                                          fetch_max_wait_ms=20)
-        await self._consumer.start()
-        partitions = [TopicPartition(t, p) for t in self._topics
-                      for p in sorted(self._consumer.partitions_for_topic(t) or await self._partitions(t))]
-        self._consumer.assign(partitions)
-        await self._consumer.seek_to_end(*partitions)
-        for tp in partitions:
-            await self._consumer.position(tp)
-        self._task = asyncio.create_task(self._collect())
-        return self
-
-    async def _partitions(self, topic: str) -> set[int]:
-        await self._consumer._client.force_metadata_update()
-        return self._consumer.partitions_for_topic(topic) or set()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        await self._consumer.stop()
-
-    async def _collect(self) -> None:
-        codec = default_codec()
-        while True:
-            for tp, records in (await self._consumer.getmany(timeout_ms=100)).items():
-                read_at = now_ms()
-                for record in records:
-                    with contextlib.suppress(Exception):  # not an event: skip it
-                        self.seen.append((codec.decode_record(record.value, tp.topic, tp.partition, record.offset),
-                                          read_at))
-
-    def named(self, name: str, **fields: object) -> list[tuple[Event, int]]:
-        """The events of that name whose fields match, with when they were read."""
-        return [(e, at) for e, at in self.seen
-                if e.name == name and all(e.data.get(k) == v for k, v in fields.items())]
-
-    async def wait_for(self, done: Callable[[], object], timeout_s: float) -> None:
-        """Wait until done() is truthy; TimeoutError otherwise."""
-        async with asyncio.timeout(timeout_s):
-            while not done():
-                await asyncio.sleep(0.05)
-
-
 # ---- liveness -----------------------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -136,7 +84,7 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
     worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, workdir / "liveness",
                     liveness_timeout_ms=LIVENESS_TIMEOUT_MS)
     results: list[Kill] = []
-    async with Watch(settings.bootstrap, REGISTRY) as watch:
+    async with Collector(settings, REGISTRY, start="end", fetch_max_wait_ms=20) as watch:
         await asyncio.to_thread(worker.start)
         try:
             while len(results) < kills:
@@ -161,7 +109,8 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
                             process.send_signal(signal.SIGKILL)
                         process.wait(30)
                 for agent_id in ids:
-                    [(death, read_at)] = watch.named("AgentDeclaredDead", agent_id=agent_id)[:1]
+                    death = watch.named("AgentDeclaredDead", agent_id=agent_id)[0]
+                    read_at = watch.read_ms[death.event_id]
                     results.append(Kill(agent_id, killed[agent_id], death.occurred_at_ms, read_at))
                 console.print(f"  {len(results)}/{kills} kills detected")
         finally:
@@ -386,7 +335,7 @@ async def recovery(settings: Settings, worker: TimedWorker, restarts: int, conso
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all")
     await producer.start()
     try:
-        async with Watch(settings.bootstrap, CONTROL) as watch:
+        async with Collector(settings, CONTROL, start="end", fetch_max_wait_ms=20) as watch:
             for n in range(restarts):
                 worker.stop(signal.SIGKILL)
                 killed = time.monotonic()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -12,10 +11,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
+from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 
@@ -57,45 +54,12 @@ async def send_inbox(settings: Settings, slot: int, *events: Event, raw: bytes |
             await producer.send(INBOX, event, key=event.data["agent_id"], partition=slot)
 
 
-class Log:
+class Log(Collector):
     """Everything on some topics since the beginning, decoded, collected in the background."""
-
-    def __init__(self, settings: Settings, *topics: str) -> None:
-        self.events: list[tuple[str, Event]] = []
-        self._settings, self._topics = settings, topics
-
-    async def __aenter__(self) -> Log:
-        async with EventProducer(self._settings, client_id="test-log") as producer:
-            partitions = [TopicPartition(t, p) for t in self._topics for p in await producer.raw.partitions_for(t)]
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, enable_auto_commit=False)
-        await self._consumer.start()
-        self._consumer.assign(partitions)
-        await self._consumer.seek_to_beginning()
-        self._task = asyncio.create_task(self._collect())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._task.cancel()
-        await self._consumer.stop()
-
-    async def _collect(self) -> None:
-        codec = default_codec()
-        while True:
-            for tp, records in (await self._consumer.getmany(timeout_ms=200)).items():
-                for record in records:
-                    try:
-                        self.events.append((tp.topic, codec.decode(record.value)))
-                    except Exception:  # other tests' poison records
-                        continue
-
-    def named(self, name: str, **fields: object) -> list[Event]:
-        """The events of that name whose fields match."""
-        return [e for _, e in self.events if e.name == name and all(e.data.get(k) == v for k, v in fields.items())]
 
     async def wait_for(self, done: Callable[[], object], timeout_s: float = 60) -> None:
         """Wait until done() is truthy; AssertionError listing what arrived otherwise."""
-        deadline = time.monotonic() + timeout_s
-        while not done():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; saw {[e.name for _, e in self.events][-30:]}")
-            await asyncio.sleep(0.1)
+        try:
+            await super().wait_for(done, timeout_s)
+        except TimeoutError:
+            raise AssertionError(f"timed out; saw {[e.name for e in self.events][-30:]}") from None
