@@ -15,6 +15,7 @@ import faust
 from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
 
 from .config import StreamsConfig
+from .ends import EndOffsets
 from .progress import Progress
 from .records import Io, now_ms, raw_topic
 from .tables import fold_table
@@ -26,7 +27,8 @@ HEARTBEATS = "swarm.agents.heartbeats"
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
     table = fold_table(app, "registry")
-    progress = Progress(app, (REGISTRY, HEARTBEATS))
+    ends = app.service(EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets"))
+    progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
     in_flight: set[str] = set()
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 
@@ -51,8 +53,9 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
         if not decide_liveness(Registry(views), now, config.liveness_timeout_ms):
             return
-        # A heartbeat written before `now` may be missing from the last fetch: only the broker's end offsets tell.
-        if not await progress.caught_up_now():
+        # A heartbeat written before `now` may be missing from the last fetch: fold up to the broker's end offsets,
+        # then decide for `now` (a heartbeat folded meanwhile only shows an agent alive).
+        if not await progress.reaches_broker_end(patience_s=config.tick_s * 2):
             return
         deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms)
         for death in deaths:

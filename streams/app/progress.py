@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterable, Mapping
 
 import faust
 from faust.types import TP
 
+from .ends import EndOffsets
+
+POLL_S = 0.01
+
 
 class Progress:
     """The next offset to fold per partition of some topics, compared with the partitions' high-water marks."""
 
-    def __init__(self, app: faust.App, topics: Iterable[str]) -> None:
+    def __init__(self, app: faust.App, topics: Iterable[str], ends: EndOffsets) -> None:
         self._app = app
         self._topics = frozenset(topics)
+        self._ends = ends
         self._next: dict[TP, int] = {}
 
     def processed(self, tp: TP, offset: int) -> None:
@@ -28,15 +35,22 @@ class Progress:
         consumer = app.consumer
         return self._folded_to({tp: consumer.highwater(tp) for tp in self._assigned()})
 
-    async def caught_up_now(self) -> bool:
-        """Like `caught_up`, against end offsets asked of the broker now: every record written before the call counts.
+    async def reaches_broker_end(self, patience_s: float) -> bool:
+        """Whether the fold reaches, within `patience_s`, the end offsets the broker reports when asked now.
 
-        The last fetch's high-water marks can be stale by a delivery; a decision that a silence is final needs this.
+        Every record written before the call is then folded: the last fetch's high-water marks can be stale by a
+        delivery, and a decision that a silence is final needs this. Records written meanwhile (other agents keep
+        writing) are not waited for, so a busy topic cannot starve the decision.
         """
         if not self.caught_up():
             return False
-        ends = await self._app.consumer.highwaters(*self._assigned())
-        return not self._app.rebalancing and self._folded_to(ends)
+        ends = await self._ends.of(self._assigned())
+        deadline = time.monotonic() + patience_s
+        while ends is not None and not self._folded_to(ends):
+            if self._app.rebalancing or time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+        return ends is not None and not self._app.rebalancing
 
     def _assigned(self) -> list[TP]:
         return [tp for tp in self._app.consumer.assignment() if tp.topic in self._topics]
