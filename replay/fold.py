@@ -9,6 +9,7 @@ import operator
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from swarmlog.collector import collector_paused
 from swarmlog.errors import DecodeError
 from swarmlog.replay.components import Component
 from swarmlog.schemas.codec import Codec, default_codec
@@ -60,6 +61,7 @@ def ordered(records: Iterable[Record]) -> list[Record]:
 _PLACE = operator.attrgetter("topic", "partition", "offset")
 _PARTITION = operator.attrgetter("topic", "partition")
 _MERGE = operator.attrgetter("timestamp", "topic", "partition")
+_OFFSET = operator.attrgetter("offset")
 
 
 def _in_fold_order(records: list[Record]) -> bool:
@@ -68,28 +70,32 @@ def _in_fold_order(records: list[Record]) -> bool:
     if any(map(operator.gt, keys, itertools.islice(keys, 1, None))):
         return False
     last: dict[tuple[str, int], int] = {}
-    for topic, partition, offset, *_ in records:
-        if last.get((topic, partition), -1) >= offset:
+    latest = last.get
+    for place, offset in zip(map(_PARTITION, records), map(_OFFSET, records)):
+        if latest(place, -1) >= offset:
             return False
-        last[topic, partition] = offset
+        last[place] = offset
     return True
 
 
 def decoded(records: Iterable[Record], codec: Codec | None = None) -> Iterator[tuple[Record, Event | Problem]]:
     """Each record with its event, or with the Problem saying where and why it did not decode."""
-    codec = codec or default_codec()
+    decode = (codec or default_codec()).decode
     for record in records:
         try:
-            yield record, codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+            event: Event | Problem = decode(record.value or b"")
         except DecodeError as error:
-            yield record, Problem(record.topic, record.partition, record.offset, error.reason)
+            event = Problem(record.topic, record.partition, record.offset, error.reason)
+        yield record, event
 
 
 def selected(component: Component, key: str | None, regions: tuple[str, ...],
              records: Iterable[Record]) -> list[Record]:
     """The records of the component's source topics (and partitions), in fold order."""
-    partitions = component.partitions(key, regions)
-    return ordered(r for r in records if r.topic in component.topics and (partitions is None or r.partition in partitions))
+    topics, partitions = component.topics, component.partitions(key, regions)
+    if partitions is None:
+        return ordered([record for record in records if record.topic in topics])
+    return ordered([record for record in records if record.topic in topics and record.partition in partitions])
 
 
 def replay(component: Component, key: str | None, regions: tuple[str, ...], records: Iterable[Record],
@@ -108,5 +114,6 @@ def replay(component: Component, key: str | None, regions: tuple[str, ...], reco
                 folded += 1
                 yield event
 
-    state = component.fold(component.start(key, regions), events())
+    with collector_paused():
+        state = component.fold(component.start(key, regions), events())
     return Replayed(state, folded, tuple(problems))

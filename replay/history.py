@@ -9,9 +9,7 @@ key and value in base64, five times slower to load. Undecodable records are kept
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
-import gc
 import gzip
 import json
 import struct
@@ -19,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from swarmlog.collector import collector_paused
 from swarmlog.replay.fold import Record
 from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import HEADER_SIZE, MAGIC
@@ -73,22 +72,11 @@ def load(path: Path) -> History:
     header = json.loads(blob[:end] if end >= 0 else b"{}")
     if header.get("format") != FORMAT or header.get("version") not in READABLE:
         raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {header!r:.120})")
-    with _collector_paused():  # a million new records, none in a cycle: each full collection would walk them all
+    with collector_paused():  # a million new records, none in a cycle
         if header["version"] == 1:
             return History(header, tuple(_record(json.loads(line)) for line in blob[end + 1:].splitlines()))
         return History(header, tuple(_frames(blob, end + 1, header["topics"])))
 
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the block (as it was before, after it)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _frames(blob: bytes, pos: int, topics: list[str]) -> Iterator[Record]:

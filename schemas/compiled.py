@@ -77,10 +77,11 @@ class _Generator:
             return self.names[full]
         function = self.names[full] = self.fresh("_record")
         namespace = full.rpartition(".")[0]
-        lines = [f"def {function}(b, p):", "    size = len(b)", "    r = {}"]
-        for field in schema["fields"]:
-            lines += self.value(field["type"], f"r[{field['name']!r}]", namespace, "    ")
-        self.functions.append("\n".join([*lines, "    return r, p"]))
+        lines = [f"def {function}(b, p):", "    size = len(b)"]
+        for index, field in enumerate(schema["fields"]):  # fields into locals, the dict built once at the end
+            lines += self.value(field["type"], f"v{index}", namespace, "    ")
+        built = ", ".join(f"{field['name']!r}: v{index}" for index, field in enumerate(schema["fields"]))
+        self.functions.append("\n".join([*lines, f"    return {{{built}}}, p"]))
         return function
 
     @staticmethod
