@@ -1,28 +1,38 @@
-"""Offline replay throughput from a history file, next to the raw read + decode rate of the same file, on one core.
+"""Replay throughput from a history file and from Apache Kafka, next to the raw read + decode rate, on one core.
 
 The history mixes heartbeats (registry), token usage (budgets) and waits (wait-for graph) of 50 agents. Each fold
-row times reading the file, decoding the component's records and folding them; rates are history events per second.
-Run: python bench/replay_bench.py [--events N]
+row times reading the records, decoding the component's records and folding them with `replay.fold.replay` (what
+`swarmlog replay` runs); rates are history events per second. The Kafka rows produce the same records (keyed by
+agent, stamped with the history's timestamps) to a broker the bench starts, and read them back with
+`replay.source.read`; each row checks that its state equals the offline one.
+Run: python bench/replay_bench.py [--events N] [--no-kafka]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.table import Table
 
-from swarmlog.replay import history
-from swarmlog.replay.components import COMPONENTS
-from swarmlog.replay.fold import Record, ordered, replay, selected
+from swarmlog.collector import collector_paused
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.replay import history, source
+from swarmlog.replay.components import COMPONENTS, canonical, jsonable
+from swarmlog.replay.fold import Record, replay, selected
 from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.services import open_broker
+from swarmlog.settings import Settings
 
-T0 = 1_750_000_000_000
+T0 = time.time_ns() // 1_000_000 - 3_600_000  # an hour ago: inside every topic's retention on Kafka
 AGENTS = 50
 REGIONS = ("region-0",)
 FOLDS = ("registry", "budgets", "waitgraph")
@@ -60,43 +70,101 @@ def timed(work: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def all_components(path: Path, codec: Codec) -> None:
-    """Read the file once, decode each record once, and fold it into every component that reads its topic."""
-    folds = [COMPONENTS[name] for name in FOLDS]
-    states = [fold.start("", REGIONS) for fold in folds]
-    for record in ordered(history.load(path).records):
-        event = codec.decode(record.value)
-        for index, fold in enumerate(folds):
-            if record.topic in fold.topics:
-                states[index] = fold.evolve(states[index], event)
+def decode_all(records: Iterable[Record], codec: Codec) -> list[Event]:
+    """Every record decoded, kept in a list, with the collector paused as the replay pauses it: the baseline."""
+    with collector_paused():
+        return [codec.decode(record.value) for record in records]
+
+
+def offline_rows(records: list[Record], codec: Codec, folder: Path) -> tuple[list[tuple[str, float]], dict, int]:
+    """Write the history file, then time reading it, decoding it and each fold; also returns the states and size."""
+    path = folder / "bench.hist"
+    count = len(records)
+    rows = [("write history file", timed(lambda: history.export(path, records, REGIONS, {"bench": count})))]
+    rows.append(("read history file", timed(lambda: history.load(path))))
+    rows.append(("read + decode (raw rate)", timed(lambda: decode_all(history.load(path).records, codec))))
+    states = {}
+    for name in FOLDS:
+        def fold(name=name) -> None:
+            component = COMPONENTS[name]  # as `swarmlog replay run FILE --component NAME` reads it
+            states[name] = replay(component, None, REGIONS, history.load(path, component.topics).records).state
+        rows.append((f"read + fold: {name}", timed(fold)))
+    return rows, states, path.stat().st_size
+
+
+async def kafka_rows(records: list[Record], codec: Codec, expected: dict, console: Console) -> list[tuple[str, float]]:
+    """Produce the records to a fresh Apache Kafka, then time reading them back, decoding them and each fold."""
+    with open_broker(Settings(broker="kafka")) as broker:
+        settings = Settings(broker="kafka", bootstrap=broker.bootstrap)
+        await ensure_topics(settings)
+        with console.status(f"producing {len(records):,} records to Kafka"):
+            await produce(settings, records)
+        topics = sorted({record.topic for record in records})
+        rows = [("consume (replay.source.read)", await timed_async(lambda: source.read(settings, topics)))]
+
+        async def consume_decode() -> None:
+            decode_all((await source.read(settings, topics)).records, codec)
+        rows.append(("consume + decode (raw rate)", await timed_async(consume_decode)))
+        for name in FOLDS:
+            component = COMPONENTS[name]
+
+            async def consume_fold(component=component, name=name) -> None:
+                state = replay(component, None, REGIONS, (await source.read(settings, component.topics)).records).state
+                if canonical(jsonable(state)) != canonical(jsonable(expected[name])):
+                    raise AssertionError(f"{name}: the state replayed from Kafka differs from the offline one")
+            rows.append((f"consume + fold: {name}", await timed_async(consume_fold)))
+        return rows
+
+
+async def produce(settings: Settings, records: list[Record]) -> None:
+    """Every record to its topic, keyed and stamped as in the history, in batches; waits for all acks."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, linger_ms=20,
+                                max_batch_size=settings.max_message_bytes // 2)
+    await producer.start()
+    try:
+        pending = [await producer.send(record.topic, record.value, key=record.key, timestamp_ms=record.timestamp)
+                   for record in records]
+        await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+
+
+async def timed_async(work) -> float:
+    """Seconds the coroutine `work()` takes."""
+    start = time.perf_counter()
+    await work()
+    return time.perf_counter() - start
+
+
+def rate_table(title: str, rows: list[tuple[str, float]], count: int, baseline_s: float, baseline: str) -> Table:
+    """Stages with seconds, history events/s and the ratio to the baseline row's time."""
+    table = Table("stage", "seconds", "history events/s", f"× {baseline}", title=title)
+    for stage, seconds in rows:
+        table.add_row(stage, f"{seconds:.2f}", f"{count / seconds:,.0f}", f"{baseline_s / seconds:.2f}")
+    return table
 
 
 def main() -> None:
-    """Build the history, write it, then time each stage against the raw read + decode rate and print the table."""
+    """Build the history, then time each stage offline and on Kafka against the raw read + decode rate."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=1_000_000)
-    count = parser.parse_args().events
-    console, codec = Console(), default_codec()
+    parser.add_argument("--no-kafka", action="store_true", help="only the offline rows")
+    args = parser.parse_args()
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)  # fresh topics: NotLeader retries until leaders exist
+    count, console, codec = args.events, Console(width=120), default_codec()
     with console.status(f"encoding {count:,} events"):
-        records = [Record(topic, 0, n, T0 + n, None, codec.encode(event)) for n, (topic, event) in
-                   enumerate(events(count))]
+        records = [Record(topic, 0, n, T0 + n, f"agent-{n % AGENTS}".encode(), codec.encode(event))
+                   for n, (topic, event) in enumerate(events(count))]
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "bench.hist"
-        rows = [("write history file", timed(lambda: history.export(path, records, REGIONS, {"bench": count})))]
-        size = path.stat().st_size
-        rows.append(("read history file", timed(lambda: history.load(path))))
-        raw_s = timed(lambda: [codec.decode(record.value) for record in history.load(path).records])
-        rows.append(("read + decode (raw rate)", raw_s))
-        for name in FOLDS:
-            rows.append((f"read + fold: {name}", timed(lambda f=COMPONENTS[name]: replay(f, None, REGIONS,
-                                                                                         history.load(path).records))))
-        rows.append(("read + fold: all three, one pass", timed(lambda: all_components(path, codec))))
-    table = Table("stage", "seconds", "history events/s", "× read + decode",
-                  title=f"offline replay, {count:,} events, history file {size / 1e6:.1f} MB, one core")
-    for stage, seconds in rows:
-        table.add_row(stage, f"{seconds:.2f}", f"{count / seconds:,.0f}", f"{raw_s / seconds:.2f}")
-    console.print(table)
+        rows, states, size = offline_rows(records, codec, Path(folder))
+    raw_s = dict(rows)["read + decode (raw rate)"]
+    console.print(rate_table(f"offline replay, {count:,} events, history file {size / 1e6:.1f} MB, one core", rows,
+                             count, raw_s, "read + decode"))
     console.print(fold_only_table(records, codec))
+    if not args.no_kafka:
+        rows = asyncio.run(kafka_rows(records, codec, states, console))
+        console.print(rate_table(f"replay from Apache Kafka, {count:,} events (states equal the offline ones)", rows,
+                                 count, dict(rows)["consume + decode (raw rate)"], "consume + decode"))
 
 
 def fold_only_table(records: list[Record], codec: Codec) -> Table:
@@ -107,9 +175,7 @@ def fold_only_table(records: list[Record], codec: Codec) -> Table:
         decoded = [codec.decode(record.value) for record in selected(fold, None, REGIONS, records)]
 
         def fold_only(fold=fold, decoded=decoded) -> None:
-            state = fold.start("", REGIONS)
-            for event in decoded:
-                state = fold.evolve(state, event)
+            fold.fold(fold.start("", REGIONS), decoded)
 
         seconds = timed(fold_only)
         table.add_row(name, f"{len(decoded):,}", f"{seconds:.2f}", f"{len(decoded) / seconds:,.0f}")

@@ -13,7 +13,7 @@ import dataclasses
 import gzip
 import json
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +64,9 @@ def export(path: Path, records: Iterable[Record], regions: tuple[str, ...], sele
     return len(records)
 
 
-def load(path: Path) -> History:
-    """The history in a file written by `export` (this version or an older one); ValueError when it is not one."""
+def load(path: Path, topics: Collection[str] | None = None) -> History:
+    """The history in a file written by `export` (this version or an older one), only `topics`' records if given;
+    ValueError when it is not one."""
     with gzip.open(path, "rb") as raw:
         blob = raw.read()
     end = blob.find(b"\n")
@@ -74,24 +75,27 @@ def load(path: Path) -> History:
         raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {header!r:.120})")
     with collector_paused():  # a million new records, none in a cycle
         if header["version"] == 1:
-            return History(header, tuple(_record(json.loads(line)) for line in blob[end + 1:].splitlines()))
-        return History(header, tuple(_frames(blob, end + 1, header["topics"])))
+            records = (_record(json.loads(line)) for line in blob[end + 1:].splitlines())
+            return History(header, tuple(r for r in records if topics is None or r.topic in topics))
+        return History(header, tuple(_frames(blob, end + 1, header["topics"], topics)))
 
 
-
-def _frames(blob: bytes, pos: int, topics: list[str]) -> Iterator[Record]:
+def _frames(blob: bytes, pos: int, names: list[str], topics: Collection[str] | None) -> Iterator[Record]:
+    """The records of the binary frames from `pos` on; frames of other topics are only stepped over."""
+    wanted = [topics is None or name in topics for name in names]
     unpack, size, end = FRAME.unpack_from, FRAME.size, len(blob)
     while pos < end:
         topic, partition, offset, timestamp, key_size, value_size = unpack(blob, pos)
-        pos += size
-        key = None if key_size < 0 else blob[pos:pos + key_size]
-        pos += max(key_size, 0)
-        value = None if value_size < 0 else blob[pos:pos + value_size]
-        pos += max(value_size, 0)
+        start = pos + size
+        pos = start + max(key_size, 0) + max(value_size, 0)
         if pos > end:
-            raise ValueError(f"history file truncated: the record at offset {offset} of {topics[topic]} needs "
+            raise ValueError(f"history file truncated: the record at offset {offset} of {names[topic]} needs "
                              f"{pos - end} more bytes")
-        yield Record(topics[topic], partition, offset, timestamp, key, value)
+        if wanted[topic]:
+            split = start + max(key_size, 0)
+            key = None if key_size < 0 else blob[start:split]
+            value = None if value_size < 0 else blob[split:pos]
+            yield Record(names[topic], partition, offset, timestamp, key, value)
 
 
 def _size(raw: bytes | None) -> int:

@@ -261,7 +261,7 @@ def run(
 ) -> None:
     """Replay a history file offline (no broker): verify it, or print one component's state."""
     try:
-        loaded = history.load(file)
+        loaded = history.load(file, component(name).topics if name else None)
     except ValueError as exc:
         raise _usage(exc) from None
     if name:

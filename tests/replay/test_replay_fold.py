@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,11 @@ def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path
     loaded = history.load(path)
     assert loaded.records == GOLDEN and loaded.regions == REGIONS
     assert "MissionAccepted v1" in loaded.header["schemas"].values()
+    journal = ("swarm.coordinator.journal",)
+    assert history.load(path, journal).records == tuple(r for r in GOLDEN if r.topic in journal)
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:-3]))
+    with pytest.raises(ValueError, match="truncated"):
+        history.load(path, journal)  # a cut frame is reported whichever topics are read
 
 
 def test_a_keyed_component_needs_its_key():
