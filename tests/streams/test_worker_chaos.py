@@ -16,9 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from worker_harness import Client, Worker, now_event
+from worker_harness import Client, Worker, now_event, table_differences, tables_settled
 
-from swarmlog.replay.diff import diff_table
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 
@@ -87,7 +86,7 @@ async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every
                 worker.stop(signal.SIGKILL)
                 await asyncio.to_thread(worker.start)
         owed = await _alerts_owed(client, run)
-        await _tables_settled(settings, worker.app_id, run)  # its own last alerts folded back, e.g. a restore
+        await tables_settled(settings, worker.app_id, run)  # its own last alerts folded back, e.g. a restore
     finally:
         if worker.process is not None and worker.process.poll() is None:
             assert worker.stop(signal.SIGTERM) == 0
@@ -97,24 +96,8 @@ async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every
     assert len(deadlocks) == RINGS and set(deadlocks.values()) == {1}, deadlocks
     assert set(exceeded.values()) == {1} and exceeded.keys() == restored.keys() and set(restored.values()) == {1}
     assert {agent for agent, _ in exceeded} == {f"chaos-{run}-{s}" for s in range(SPENDERS)}
-    differences = await _differences(settings, worker.app_id, run)
+    differences = await table_differences(settings, worker.app_id, run)
     assert not differences, differences[:3]
-
-
-async def _differences(settings: Settings, app_id: str, run: str) -> list:
-    """This run's entries where a table's changelog and the replayed fold of its topics differ."""
-    found = []
-    for table in ("registry", "waitgraph", "budgets"):
-        comparison = await diff_table(settings, table, app_id)
-        found += [(table, d) for d in comparison.differences if run in d.key]
-    return found
-
-
-async def _tables_settled(settings: Settings, app_id: str, run: str) -> None:
-    """Wait (up to 30 s) until the running worker's tables hold everything on their topics."""
-    deadline = time.monotonic() + 30
-    while await _differences(settings, app_id, run) and time.monotonic() < deadline:
-        await asyncio.sleep(1)
 
 
 async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,10 @@ from faust.serializers import codecs
 from rocksdict import AccessType, Options, Rdict
 
 from swarmlog.errors import DecodeError
+from swarmlog.replay.diff import diff_table
 from swarmlog.schemas.codec import decode, encode
 from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
 
 READY_TIMEOUT_S = 90
 
@@ -143,3 +145,23 @@ def _decoded(payload: bytes | None) -> Event | None:
         return decode(payload or b"")
     except DecodeError:  # another test's garbage: not an event
         return None
+
+
+TABLES = ("registry", "waitgraph", "budgets")
+
+
+async def table_differences(settings: Settings, app_id: str, marker: str, tables: Iterable[str] = TABLES) -> list:
+    """Entries keyed with `marker` where a table's changelog and the replayed fold of its topics differ."""
+    found = []
+    for table in tables:
+        comparison = await diff_table(settings, table, app_id)
+        found += [(table, d) for d in comparison.differences if marker in d.key]
+    return found
+
+
+async def tables_settled(settings: Settings, app_id: str, marker: str, tables: Iterable[str] = TABLES,
+                         timeout_s: float = 30) -> None:
+    """Wait (up to `timeout_s`) until the running worker's tables hold everything on their topics."""
+    deadline = time.monotonic() + timeout_s
+    while await table_differences(settings, app_id, marker, tables) and time.monotonic() < deadline:
+        await asyncio.sleep(1)
