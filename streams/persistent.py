@@ -124,7 +124,7 @@ class PSet(Set):
 
 
 def replace(record: Any, **changes: Any) -> Any:
-    """`dataclasses.replace` for the frozen records of a fold, by a constructor call written once per changed-field set."""
+    """`dataclasses.replace` for a fold's frozen records, by a constructor call written once per set of changes."""
     return _replacer(type(record), tuple(changes))(record, changes)
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from swarmlog.streams.persistent import PMap, PSet, TimedMap
+from swarmlog.streams.persistent import PMap, PSet, TimedMap, replace
+from swarmlog.streams.registry import AgentView
 
 KEYS = st.text(max_size=3)
 MAP_STEPS = st.lists(st.tuples(st.booleans(), KEYS, st.integers()), max_size=200)
@@ -50,3 +53,12 @@ def test_a_timed_map_expires_like_a_pruned_dict(steps):
         assert timed == plain and len(timed) == len(plain)
     assert all(earlier == snapshot for earlier, snapshot in history)
     assert pickle.loads(pickle.dumps(timed)) == plain
+
+
+def test_replace_is_dataclasses_replace_and_names_an_unknown_field():
+    view = AgentView("a", ("code",), "m", "b", "n", None, "r", 0, 1, "reg", 5, 6)
+    changes = {"last_heartbeat_ms": 9, "status": "BUSY"}
+    assert replace(view, **changes) == dataclasses.replace(view, **changes) and view.last_heartbeat_ms == 6
+    assert replace(view, status="IDLE", last_heartbeat_ms=9) == dataclasses.replace(view, status="IDLE", last_heartbeat_ms=9)
+    with pytest.raises(TypeError, match="no field.*colour"):
+        replace(view, colour="red")
