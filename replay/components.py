@@ -103,7 +103,7 @@ COMPONENTS: dict[str, Component] = {component.name: component for component in (
               evolve_all=registry.evolve_all),
     Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
               ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
-              table="waitgraph", from_table=lambda table: table.get("graph") or waitgraph.INITIAL),
+              table="waitgraph", from_table=waitgraph.from_entries),
     Component("budgets", "token usage per agent per window (Faust table `budgets`; the window is the worker's "
               "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)", ("swarm.usage", "swarm.control"), lambda *_: _budgets({}),
               budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table)),

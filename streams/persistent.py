@@ -238,6 +238,10 @@ class TimedMap(Mapping):
     def __reduce__(self) -> tuple:
         return TimedMap, (dict(self.items()),)
 
+    def oldest(self) -> Iterator:
+        """The keys from the oldest time on (ties by key)."""
+        return (key for chunk in self._chunks for _, key in chunk)
+
     def set(self, key: Hashable, at: int) -> TimedMap:
         """This map with `key` at time `at`."""
         chunks = self._chunks

@@ -13,7 +13,10 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from swarmlog.schemas.events import Event
 
@@ -21,6 +24,8 @@ from .alerts import alert, from_millis
 from .persistent import PMap, TimedMap, replace
 
 DEFAULT_RETENTION_MS = 300_000
+WAIT_ROW, ENDED_ROW, REPORTED_ROW = "wait/", "ended/", "reported/"
+"""Table row prefixes: the graph is stored one row per wait, ended wait and reported cycle."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -118,6 +123,48 @@ def decide_deadlocks(state: WaitGraph, now_ms: int, trigger: Event) -> list[Even
             waits_started_at=[from_millis(state.waits[wait_id].started_ms) for wait_id in cycle.wait_ids],
         )
     ]
+
+
+def table_entries(graph: WaitGraph) -> dict[str, Any]:
+    """The graph as table rows: one per active wait, ended wait and reported cycle (outgoing is derived)."""
+    return {**{WAIT_ROW + wait_id: wait for wait_id, wait in graph.waits.items()},
+            **{ENDED_ROW + wait_id: at_ms for wait_id, at_ms in graph.ended.items()},
+            **{_reported_row(key): key for key in graph.reported}}
+
+
+def from_entries(rows: Mapping[str, Any]) -> WaitGraph:
+    """The graph that `table_entries` rows make up (rows of other prefixes are ignored)."""
+    waits = {key[len(WAIT_ROW):]: value for key, value in rows.items() if key.startswith(WAIT_ROW)}
+    outgoing: dict[str, frozenset[str]] = {}
+    for wait_id, wait in waits.items():
+        outgoing[wait.waiter] = outgoing.get(wait.waiter, frozenset()) | {wait_id}
+    ended = {key[len(ENDED_ROW):]: value for key, value in rows.items() if key.startswith(ENDED_ROW)}
+    reported = frozenset(tuple(value) for key, value in rows.items() if key.startswith(REPORTED_ROW))
+    return WaitGraph(PMap(waits), PMap(outgoing), TimedMap(ended), reported)
+
+
+def entry_changes(before: WaitGraph, after: WaitGraph, event: Event) -> tuple[dict[str, Any], list[str]]:
+    """The rows to write and to delete that turn `table_entries(before)` into `table_entries(after)`, where `after`
+    is `before` with `event` (and the deadlocks decided on it) folded: only what those can touch is compared."""
+    if after is before:
+        return {}, []
+    puts: dict[str, Any] = {}
+    wait_id = event.data.get("wait_id")
+    if wait_id in after.waits:
+        puts[WAIT_ROW + wait_id] = after.waits[wait_id]
+    if wait_id in after.ended:
+        puts[ENDED_ROW + wait_id] = after.ended[wait_id]
+    deletes = [WAIT_ROW + wait_id] if wait_id in before.waits and wait_id not in after.waits else []
+    # Ended waits only ever leave by expiring, oldest first.
+    deletes += [ENDED_ROW + gone for gone in itertools.takewhile(lambda key: key not in after.ended,
+                                                                  before.ended.oldest())]
+    puts.update({_reported_row(key): key for key in after.reported - before.reported})
+    deletes += [_reported_row(key) for key in before.reported - after.reported]
+    return puts, deletes
+
+
+def _reported_row(key: tuple[str, ...]) -> str:
+    return REPORTED_ROW + json.dumps(list(key))
 
 
 def _started(state: WaitGraph, event: Event) -> WaitGraph:

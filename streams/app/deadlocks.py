@@ -2,21 +2,24 @@
 
 A cycle can span agents whose waits sit on different partitions of swarm.waits, so the graph must be whole in one
 place: a forwarder re-keys every decodable wait record onto a one-partition internal topic, and one agent folds
-that topic into a one-partition table holding the whole graph under a single key. Exactly one worker owns that
-partition, so the graph is never split and a cycle is decided once; it is changelog-backed like any table, so a
-restarted owner resumes from it. The cost is that the graph lives on one worker: fine for the active waits of
-hundreds of agents (a few hundred edges, plus ended waits kept for the retention).
+that topic into a one-partition table. Exactly one worker owns that partition, so the graph is never split and a
+cycle is decided once; it is changelog-backed like any table, so a restarted owner resumes from it.
+The table holds the graph one row per active wait, ended wait and reported cycle (`waitgraph.table_entries`),
+plus a `version` row counting writes. The owner keeps the graph itself in memory and writes only the rows a wait
+changes, so a wait costs the same whatever the graph holds; it reads the rows back whenever `version` is not the
+one it wrote last (at start, or after the partition was elsewhere).
 A DeadlockDetected is produced before it is folded, so a crash in between repeats it with the same event_id.
-The forwarder works in chunks (up to CHUNK waits or CHUNK_S seconds). The detector cannot: Faust writes a table
-only inside a stream's current event, so the graph, pickled whole, is written per wait and its cost grows with the
-graph (ended waits are kept for the retention): the known limit of this processor's throughput.
+The forwarder works in chunks (up to CHUNK waits or CHUNK_S seconds); the detector per wait, since Faust writes a
+table only inside a stream's current event.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import faust
 
-from swarmlog.streams.waitgraph import INITIAL, decide_deadlocks, evolve
+from swarmlog.streams.waitgraph import INITIAL, WaitGraph, decide_deadlocks, entry_changes, evolve, from_entries
 
 from .config import StreamsConfig
 from .records import Io, now_ms, raw_topic
@@ -24,7 +27,9 @@ from .tables import fold_table
 
 WAITS = "swarm.waits"
 ALERTS = "swarm.alerts"
-GRAPH_KEY = "graph"
+FORWARD_KEY = "graph"
+"""The key of every record on the one-partition topic."""
+VERSION = "version"
 CHUNK, CHUNK_S = 500, 0.1
 """Waits forwarded together: one wait for the broker per chunk, not per wait; still well within 1 s."""
 
@@ -34,6 +39,14 @@ def global_waits_topic(config: StreamsConfig) -> str:
     return f"{config.app_id}-waits-global"
 
 
+@dataclasses.dataclass
+class Held:
+    """The graph the owner keeps in memory, and the table version it matches."""
+
+    graph: WaitGraph = INITIAL
+    version: int = -1
+
+
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
     table = fold_table(app, "waitgraph", partitions=1)
@@ -41,19 +54,30 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
 
     async def forward(stream: faust.StreamT) -> None:
         async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):
-            sent = [await global_waits.send(key=GRAPH_KEY.encode(), value=record.value) for record, _ in chunk]
+            sent = [await global_waits.send(key=FORWARD_KEY.encode(), value=record.value) for record, _ in chunk]
             for pending in sent:  # all delivered before the chunk is acknowledged
                 await pending
 
+    held = Held()
+
     async def detect(stream: faust.StreamT) -> None:
         async for _, event in io.decoded(stream):  # per event: a table is written inside a stream's event
-            before = table.get(GRAPH_KEY) or INITIAL
+            version = table.get(VERSION) or 0
+            if held.version != version:
+                held.graph, held.version = from_entries(dict(table.items())), version
+            before = held.graph
             graph = evolve(before, event)
             for deadlock in decide_deadlocks(graph, now_ms(), event):
                 await io.send(ALERTS, ",".join(deadlock.data["cycle"]), deadlock)
                 graph = evolve(graph, deadlock)
-            if graph != before:
-                table[GRAPH_KEY] = graph
+            puts, deletes = entry_changes(before, graph, event)
+            if puts or deletes:
+                for key in deletes:
+                    del table[key]
+                for key, value in puts.items():
+                    table[key] = value
+                table[VERSION] = held.version = version + 1
+            held.graph = graph
 
     app.agent(raw_topic(app, WAITS), name="waits-forward")(forward)
     app.agent(global_waits, name="waits-graph")(detect)

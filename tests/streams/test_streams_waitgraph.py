@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from streams_builders import assert_fold_laws, event, fold
+from streams_builders import assert_fold_laws, event, fold, stable
 
 from swarmlog.schemas.events import to_millis
 from swarmlog.streams import waitgraph
@@ -150,3 +151,21 @@ def test_detection_on_a_graph_of_three_hundred_agents_takes_well_under_a_millise
     per_event = (time.perf_counter() - began) / len(inputs)
     assert alerts and len(state.waits) == 600
     assert per_event < 0.0005, f"{per_event * 1e6:.0f} µs per WaitStarted"
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs(), st.integers(1, 5000))
+def test_table_rows_follow_the_graph_one_worker_step_at_a_time(run, retention_ms):
+    log, _ = run
+    state, rows = dataclasses.replace(waitgraph.INITIAL, retention_ms=retention_ms), {}
+    for each in (entry for entry in log if entry.name != "DeadlockDetected"):
+        after, _ = detect(state, [each])  # the wait and the deadlocks decided on it, as the worker folds them
+        puts, deletes = waitgraph.entry_changes(state, after, each)
+        assert not puts.keys() & set(deletes)
+        for key in deletes:
+            del rows[key]
+        rows.update(puts)
+        assert rows == waitgraph.table_entries(after)
+        rebuilt = waitgraph.from_entries({**rows, "version": 3})
+        assert stable(rebuilt) == stable(dataclasses.replace(after, retention_ms=waitgraph.DEFAULT_RETENTION_MS))
+        state = after
