@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable, Mapping
 
 import faust
+from aiokafka.errors import KafkaError
 from faust.types import TP
 
 from .ends import EndOffsets
 
 POLL_S = 0.01
+logger = logging.getLogger(__name__)
 
 
 class Progress:
@@ -44,8 +47,13 @@ class Progress:
         """
         if not self.caught_up():
             return False
-        ends = await self._ends.of(self._assigned())
         deadline = time.monotonic() + patience_s
+        try:
+            async with asyncio.timeout(patience_s):
+                ends = await self._ends.of(self._assigned())
+        except (KafkaError, TimeoutError) as exc:  # no answer now: the next tick asks again
+            logger.warning("end offsets unavailable (%r); liveness decides on a later tick", exc)
+            return False
         while ends is not None and not self._folded_to(ends):
             if self._app.rebalancing or time.monotonic() > deadline:
                 return False
