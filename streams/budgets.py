@@ -12,12 +12,13 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Set
 
 from swarmlog.schemas.events import Event, to_millis
 
 from .alerts import alert, from_millis
-from .keyed import fold_by_agent
+from .keyed import evolve_by_agent, fold_by_agent
 from .persistent import PMap, PSet, replace
 
 DEFAULT_WINDOW_MS = 60_000
@@ -59,21 +60,14 @@ INITIAL = Budgets()
 
 def evolve(state: Budgets, event: Event) -> Budgets:
     """The budgets after `event`; other events leave them as they are."""
-    agent_id = event.data.get("agent_id")
-    if not isinstance(agent_id, str):
-        return state
-    before = state.agents.get(agent_id)
-    after = evolve_usage(before, event, state.window_ms)
-    if after is before or after is None:
-        return state
-    return replace(state, agents=PMap.of(state.agents).set(agent_id, after))
+    agents = evolve_by_agent(state.agents, event, functools.partial(evolve_usage, window_ms=state.window_ms))
+    return state if agents is state.agents else replace(state, agents=agents)
 
 
 def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
     """`evolve` over `events` in order, with the usages held in a dict meanwhile, as the worker's table holds them."""
-    window_ms = state.window_ms
     return replace(state, agents=fold_by_agent(state.agents, events,
-                                                lambda usage, event: evolve_usage(usage, event, window_ms)))
+                                                functools.partial(evolve_usage, window_ms=state.window_ms)))
 
 
 def evolve_usage(usage: AgentUsage | None, event: Event, window_ms: int) -> AgentUsage | None:

@@ -20,7 +20,7 @@ from typing import Literal
 from swarmlog.schemas.events import Event
 
 from .alerts import alert, from_millis
-from .keyed import fold_by_agent
+from .keyed import evolve_by_agent, fold_by_agent
 from .persistent import PMap, replace
 
 Liveness = Literal["alive", "dead", "deregistered"]
@@ -82,14 +82,8 @@ def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
 
 def evolve(state: Registry, event: Event) -> Registry:
     """The registry after `event`; events that are not about agents leave it as it is."""
-    agent_id = event.data.get("agent_id")
-    if not isinstance(agent_id, str):
-        return state
-    before = state.agents.get(agent_id)
-    after = evolve_agent(before, event)
-    if after is None or after is before:  # evolve_agent returns the view itself when the event changes nothing
-        return state
-    return Registry(PMap.of(state.agents).set(agent_id, after))
+    agents = evolve_by_agent(state.agents, event, evolve_agent)
+    return state if agents is state.agents else Registry(agents)
 
 
 def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import faust
 
 from swarmlog.schemas.events import Event
-from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve
+from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve_usage
 
 from .config import StreamsConfig
 from .records import Io, now_ms, raw_topic
@@ -42,11 +42,11 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
             if not isinstance(agent_id, str):
                 continue
             before = table.get(agent_id)
-            after = evolve(state({agent_id: before} if before else {}), event)
-            if after.agents.get(agent_id) != before:
-                table[agent_id] = after.agents[agent_id]
+            after = evolve_usage(before, event, config.budget_window_ms)
+            if after != before:
+                table[agent_id] = after
             in_flight.discard(event.event_id)
-            await send(decide_budget(after, event, policy))
+            await send(decide_budget(state({agent_id: after} if after else {}), event, policy))
 
     async def restore() -> None:
         await send(decide_budget(state(dict(table.items())), now_ms(), policy))

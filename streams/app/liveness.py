@@ -35,8 +35,9 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     async def fold(stream: faust.StreamT) -> None:
         async for record, event in io.decoded(stream):
             agent_id = event.data["agent_id"]
-            after = evolve_agent(table.get(agent_id), event)
-            if after is not None and after != table.get(agent_id):
+            before = table.get(agent_id)
+            after = evolve_agent(before, event)
+            if after is not None and after != before:
                 table[agent_id] = after
             in_flight.discard(event.event_id)
             progress.processed(record.message.tp, record.message.offset)

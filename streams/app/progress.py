@@ -54,11 +54,13 @@ class Progress:
         except (KafkaError, TimeoutError) as exc:  # no answer now: the next tick asks again
             logger.warning("end offsets unavailable (%r); liveness decides on a later tick", exc)
             return False
-        while ends is not None and not self._folded_to(ends):
+        if ends is None:  # the client has not started yet
+            return False
+        while not self._folded_to(ends):
             if self._app.rebalancing or time.monotonic() > deadline:
                 return False
             await asyncio.sleep(POLL_S)
-        return ends is not None and not self._app.rebalancing
+        return not self._app.rebalancing
 
     def _assigned(self) -> list[TP]:
         return [tp for tp in self._app.consumer.assignment() if tp.topic in self._topics]
