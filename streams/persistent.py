@@ -124,20 +124,25 @@ class PSet(Set):
 
 
 def replace(record: Any, **changes: Any) -> Any:
-    """`dataclasses.replace` for a fold's frozen records, by a constructor call written once per set of changes."""
+    """`dataclasses.replace` (or a named tuple's `_replace`) for a fold's records, by a constructor call written once
+    per set of changes."""
     return _replacer(type(record), tuple(changes))(record, changes)
 
 
 @functools.cache
 def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[[Any, dict[str, Any]], Any]:
     """`(record, changes) -> cls(...)` passing `changes[name]` for the changed fields and `record.name` for the rest."""
-    names = [field.name for field in dataclasses.fields(cls) if field.init]
+    is_tuple = issubclass(cls, tuple)
+    names = list(cls._fields) if is_tuple else [field.name for field in dataclasses.fields(cls) if field.init]
     unknown = set(changed) - set(names)
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(unknown))}")
-    arguments = ", ".join(f"c[{name!r}]" if name in changed else f"r.{name}" for name in names)
-    scope = {"cls": cls}
-    exec(f"def replaced(r, c):\n    return cls({arguments})", scope)
+    kept = "r[{}]" if is_tuple else "r.{}"
+    arguments = ", ".join(f"c[{name!r}]" if name in changed else kept.format(i if is_tuple else name)
+                          for i, name in enumerate(names))
+    build = f"new(cls, ({arguments},))" if is_tuple else f"cls({arguments})"  # a named tuple without its __new__
+    scope = {"cls": cls, "new": tuple.__new__}
+    exec(f"def replaced(r, c):\n    return {build}", scope)
     return scope["replaced"]
 
 

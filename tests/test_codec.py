@@ -19,6 +19,7 @@ from fastavro.schema import to_parsing_canonical_form
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError, EncodeError
 from swarmlog.schemas import invariants
 from swarmlog.schemas.catalog import CRC64_EMPTY, crc64_avro, default_catalog
@@ -344,3 +345,10 @@ def test_confluent_framing_rejects_bad_headers(confluent: Codec, payload: bytes,
 def test_confluent_codec_refuses_single_object_bytes(confluent: Codec) -> None:
     with pytest.raises(DecodeError, match="wrong magic c3"):
         confluent.decode(sample_payload())
+
+
+def test_the_compiled_and_the_python_readers_decode_alike():
+    heartbeat = stamp("AgentHeartbeat", producer="agent:a", agent_id="a", registration_id="r", sequence=2**40,
+                      status="BUSY", in_flight_task="m/t/0/1", region="region-0", slot=3)
+    payload = Codec(default_catalog()).encode(heartbeat)
+    assert Codec(default_catalog()).decode(payload) == Codec(default_catalog(), compiled=False).decode(payload)

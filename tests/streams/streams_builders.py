@@ -33,6 +33,8 @@ def stable(value: Any) -> str:
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return dict(zip(value._fields, map(_plain, value)))
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, Set):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from swarmlog.streams.persistent import PMap, PSet, TimedMap, replace
+from swarmlog.streams.budgets import AgentUsage
 from swarmlog.streams.registry import AgentView
 
 KEYS = st.text(max_size=3)
@@ -55,10 +56,18 @@ def test_a_timed_map_expires_like_a_pruned_dict(steps):
     assert pickle.loads(pickle.dumps(timed)) == plain
 
 
-def test_replace_is_dataclasses_replace_and_names_an_unknown_field():
+def test_replace_is_named_tuple_replace_and_names_an_unknown_field():
     view = AgentView("a", ("code",), "m", "b", "n", None, "r", 0, 1, "reg", 5, 6)
     changes = {"last_heartbeat_ms": 9, "status": "BUSY"}
-    assert replace(view, **changes) == dataclasses.replace(view, **changes) and view.last_heartbeat_ms == 6
-    assert replace(view, status="IDLE", last_heartbeat_ms=9) == dataclasses.replace(view, status="IDLE", last_heartbeat_ms=9)
+    replaced = replace(view, **changes)
+    assert type(replaced) is AgentView and replaced == view._replace(**changes) and view.last_heartbeat_ms == 6
+    assert replace(view, status="IDLE", last_heartbeat_ms=9) == view._replace(status="IDLE", last_heartbeat_ms=9)
     with pytest.raises(TypeError, match="no field.*colour"):
         replace(view, colour="red")
+
+
+def test_replace_is_dataclasses_replace_for_a_dataclass_record():
+    usage = AgentUsage(window_start=5, used=7)
+    assert replace(usage, used=9, window_start=6) == dataclasses.replace(usage, used=9, window_start=6)
+    with pytest.raises(TypeError, match="no field.*colour"):
+        replace(usage, colour="red")
