@@ -8,6 +8,7 @@ from typing import Any
 
 from faust.serializers import codecs
 
+from swarmlog.streams.app.tables import load_value
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.errors import SwarmlogError
 from swarmlog.replay.components import JOURNAL, component
@@ -66,21 +67,29 @@ async def diff_table(settings: Settings, name: str, app_id: str) -> Comparison:
         raise SwarmlogError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or "
                             "budgets")
     changelog = f"{app_id}-{table.table}-changelog"
-    live = await read_table(settings, changelog)
+    live, unreadable = await read_table(settings, changelog)
     reading = await read(settings, table.topics)
     rebuilt = replay(table, None, settings.region_names, reading.records)
     return Comparison(name, f"changelog {changelog}", rebuilt.events,
-                      differences(table.view(rebuilt.state), table.view(table.from_table(live))), rebuilt.problems)
+                      differences(table.view(rebuilt.state), table.view(table.from_table(live))),
+                      rebuilt.problems + unreadable)
 
 
-async def read_table(settings: Settings, changelog: str) -> dict[str, Any]:
-    """A Faust table's contents from its changelog (JSON keys, pickled values; the latest value per key wins)."""
+async def read_table(settings: Settings, changelog: str) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    """A Faust table's contents from its changelog (JSON keys, pickled fold records; the latest value per key wins),
+    and the records that are not a table row, with their coordinates (their keys then read as absent)."""
     values: dict[str, Any] = {}
+    problems: list[Problem] = []
     for record in (await read(settings, [changelog])).records:
-        key = codecs.loads("json", record.key)
-        if record.value is None:
+        try:
+            key = codecs.loads("json", record.key)
+            value = None if record.value is None else load_value(record.value)
+        except (ValueError, TypeError) as exc:
+            problems.append(Problem(record.topic, record.partition, record.offset, f"not a table row: {exc}"))
+            continue
+        if value is None:
             values.pop(key, None)
         else:
-            values[key] = codecs.loads("pickle", record.value)
-    return values
+            values[key] = value
+    return values, tuple(problems)
 

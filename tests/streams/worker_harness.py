@@ -23,6 +23,7 @@ from swarmlog.errors import DecodeError
 from swarmlog.replay.diff import diff_table
 from swarmlog.schemas.codec import decode, encode
 from swarmlog.schemas.events import Event
+from swarmlog.streams.app.tables import load_value
 from swarmlog.settings import Settings
 
 READY_TIMEOUT_S = 90
@@ -68,12 +69,11 @@ class Worker:
 
     def table(self, name: str) -> dict[str, Any]:
         """The contents of a stopped worker's table, read from its RocksDB partitions."""
-        pickle = codecs.get_codec("pickle")
         contents = {}
         for path in sorted(self.data_dir.glob(f"**/tables/{name}-*.db")):
             db = Rdict(str(path), Options(raw_mode=True), access_type=AccessType.read_only())
             try:
-                contents.update({codecs.loads("json", key): pickle.loads(value) for key, value in db.items()
+                contents.update({codecs.loads("json", key): load_value(value) for key, value in db.items()
                                  if not key.startswith(b"__faust")})
             finally:
                 db.close()

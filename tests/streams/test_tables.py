@@ -1,0 +1,105 @@
+"""Table values: the folds' records round-trip through the changelog codec, and anything else in the bytes (code to
+run on load above all) is refused, by the worker and by `swarmlog replay diff`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import uuid
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from faust.serializers import codecs
+
+from swarmlog.replay.diff import diff_table
+from swarmlog.schemas.codec import encode
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.streams import registry
+from swarmlog.streams.app.tables import CODEC, load_value
+from swarmlog.streams.budgets import AgentUsage
+from swarmlog.streams.persistent import PSet
+from swarmlog.streams.registry import AgentView
+from swarmlog.streams.waitgraph import Wait
+
+from streams_builders import event
+
+ROWS = [
+    AgentView("a", ("code", "review"), "m", "b", "n", None, "region-0", 3, 2, "reg", 5, 9, 4, "BUSY", "m/t/0/1"),
+    AgentUsage(window_start=60_000, used=70, generations=PSet({"g1", "g2"}), exceeded_window=None, throttled_until=9),
+    Wait("w-1", "agent-a", "agent-b", 1_000),
+    ("agent-a", "agent-b", "agent-a"),
+    41,
+]
+
+
+class _Planted:
+    """Unpickling this writes a file: what a hostile changelog record would do with Faust's plain pickle codec."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple:
+        return os.system, (f"touch {self.path}",)
+
+
+def hostile(path: Path) -> bytes:
+    """Table-value bytes (base64 pickle, as the changelog holds them) that would create `path` when loaded."""
+    return codecs.dumps("binary", pickle.dumps(_Planted(path)))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: type(row).__name__)
+def test_a_fold_record_round_trips_and_reads_what_fausts_pickle_codec_wrote(row):
+    assert load_value(codecs.dumps(CODEC, row)) == row
+    assert load_value(codecs.dumps("pickle", row)) == row, "tables written before this codec still read"
+
+
+def test_a_value_that_would_run_code_is_refused_before_it_runs(tmp_path: Path):
+    planted = tmp_path / "ran"
+    with pytest.raises(ValueError, match="posix.system is not a fold record"):
+        load_value(hostile(planted))
+    assert not planted.exists()
+
+
+@pytest.mark.parametrize("raw", [b"", b"not base64 at all!", codecs.dumps("binary", b"\x80\x05garbage")])
+def test_garbage_is_a_value_error(raw: bytes):
+    with pytest.raises(ValueError):
+        load_value(raw)
+
+
+def test_diff_reports_hostile_and_garbage_changelog_rows_with_their_coordinates_and_compares_the_rest(
+        settings: Settings, tmp_path: Path):
+    app_id, agent_id, planted = f"tables-{uuid.uuid4().hex[:8]}", f"agent-{uuid.uuid4().hex[:8]}", tmp_path / "ran"
+    registered = event("AgentRegistered", 1_000, f"reg-{agent_id}", agent_id=agent_id, capabilities=["code"],
+                       model="m", brain="scripted", node="n", gpu=None, region="region-0", slot=0)
+    view = registry.evolve_agent(None, registered)
+    sent = asyncio.run(_produce(settings, f"{app_id}-registry-changelog", [
+        (agent_id, codecs.dumps(CODEC, view)), ("hostile", hostile(planted)), ("garbage", b"\x00\x01")],
+        registered))
+    compared = asyncio.run(diff_table(settings, "registry", app_id))
+    assert not planted.exists()
+    bad = {(p.topic, p.partition, p.offset) for p in compared.problems if "not a table row" in p.reason}
+    assert bad == {(f"{app_id}-registry-changelog", 0, sent[1]), (f"{app_id}-registry-changelog", 0, sent[2])}
+    assert not [d for d in compared.differences if agent_id in d.key], "the readable row matched its rebuild"
+
+
+async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, bytes]], registered: Event) -> list[int]:
+    """The rows on a new one-partition changelog topic and `registered` on the registry topic; the rows' offsets."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(changelog, 1, 1)])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait("swarm.agents.registry", encode(registered),
+                                     key=registered.data["agent_id"].encode())
+        return [(await producer.send_and_wait(changelog, value, key=codecs.dumps("json", key), partition=0)).offset
+                for key, value in rows]
+    finally:
+        await producer.stop()
