@@ -35,6 +35,6 @@ fi
 
 if [ "${SWARMLOG_SETUP_KAFKA:-0}" = 1 ]; then
   say "resolving Apache Kafka's release jars from Maven Central (cached under .cache/)"
-  .venv/bin/python -m swarmlog.services.kafka
+  .venv/bin/python -m swarmlog.services
 fi
 say "ready"

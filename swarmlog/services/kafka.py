@@ -131,10 +131,3 @@ def run_kafka(cache_dir: Path, timeout_s: float = 90.0) -> Iterator[Broker]:
             cwd=workdir,
         ) as broker:
             yield Broker(kind="kafka", bootstrap=bootstrap, supports_transactions=True, pid=broker.pid)
-
-
-
-if __name__ == "__main__":
-    from swarmlog.settings import Settings
-
-    print(f"Apache Kafka {KAFKA_VERSION} jars in {resolve_jars(Settings.from_env().cache_dir)}")
