@@ -11,6 +11,7 @@ Regenerate after adding a schema version: python -m swarmlog.schemas.native --wr
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from swarmlog.schemas.catalog import PACKAGE_DIR, SchemaCatalog, default_catalog
 from swarmlog.schemas.compiled import Generator, Reader, Unsupported
 
+log = logging.getLogger(__name__)
 SOURCE = PACKAGE_DIR / "_readers.pyx"
 _COUNTS = re.compile(r"\b\w+_count\d+\b")
 
@@ -101,6 +103,7 @@ def readers() -> Mapping[bytes, Reader]:
     try:
         from swarmlog.schemas import _readers  # type: ignore[attr-defined]
     except ImportError:
+        log.info("the compiled Avro readers are not built (no C compiler at install?): decoding runs the Python ones")
         return {}
     return {bytes.fromhex(fingerprint): reader for fingerprint, reader in _readers.READERS.items()}
 
