@@ -26,6 +26,8 @@ FORMAT = "swarmlog-history"
 VERSION = 2
 READABLE = (1, 2)
 FRAME = struct.Struct("<Hiqqii")
+COMPRESSION = 6  # zlib's default: a fifth of level 9's time (gzip's default) for 2 % more bytes
+WRITE_CHUNK = 10_000  # frames joined per write
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,11 +58,12 @@ def export(path: Path, records: Iterable[Record], regions: tuple[str, ...], sele
     index = {topic: number for number, topic in enumerate(topics)}
     header = {"format": FORMAT, "version": VERSION, "regions": list(regions), "selection": dict(selection),
               "schemas": fingerprints(records), "records": len(records), "topics": topics}
-    with gzip.GzipFile(path, "wb", mtime=0) as out:
+    with gzip.GzipFile(path, "wb", compresslevel=COMPRESSION, mtime=0) as out:
         out.write(json.dumps(header, sort_keys=True).encode() + b"\n")
-        for record in records:
-            out.write(FRAME.pack(index[record.topic], record.partition, record.offset, record.timestamp,
-                                 _size(record.key), _size(record.value)) + (record.key or b"") + (record.value or b""))
+        for first in range(0, len(records), WRITE_CHUNK):
+            out.write(b"".join(FRAME.pack(index[record.topic], record.partition, record.offset, record.timestamp,
+                                          _size(record.key), _size(record.value)) + (record.key or b"")
+                               + (record.value or b"") for record in records[first:first + WRITE_CHUNK]))
     return len(records)
 
 
