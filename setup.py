@@ -3,7 +3,9 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# Optional: where no C compiler is found the install goes on, and the codec uses the same readers in Python.
-READERS = Extension("swarmlog.schemas._readers", ["schemas/_readers.pyx"], optional=True)
+READERS = cythonize([Extension("swarmlog.schemas._readers", ["schemas/_readers.pyx"])], language_level=3, quiet=True)
+for extension in READERS:  # cythonize drops `optional`: set it on what it returns
+    # Where no C compiler is found the install goes on, and the codec decodes with the same readers in Python.
+    extension.optional = True
 
-setup(ext_modules=cythonize([READERS], language_level=3, quiet=True))
+setup(ext_modules=READERS)
