@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from faust.serializers import codecs
 
-from swarmlog.streams.app.tables import load_value
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.errors import SwarmlogError
-from swarmlog.replay.components import JOURNAL, component
+from swarmlog.replay.components import JOURNAL, Component, component
 from swarmlog.replay.fold import Problem, replay
 from swarmlog.replay.source import Span, read
 from swarmlog.settings import Settings
+from swarmlog.streams.app.tables import load_value
+
+
+class NoLiveState(SwarmlogError):
+    """There is no live state to compare with where the diff looked (no snapshot, no changelog topic)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -28,13 +33,38 @@ class Difference:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """What a diff compared, up to where, what differs, and the records that did not decode."""
+    """What a diff compared, up to where, what differs, the source records that did not decode, and the live rows
+    that did not read."""
 
     component: str
     live: str
     events: int
     differences: tuple[Difference, ...]
     problems: tuple[Problem, ...]
+    live_problems: tuple[Problem, ...] = ()
+
+    @property
+    def equal(self) -> bool:
+        """Nothing differs and every row on both sides read."""
+        return not (self.differences or self.problems or self.live_problems)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LiveCheck:
+    """One component's rebuild against its live state, by counts; `live` is None (and `note` says why) where no
+    live state was found."""
+
+    component: str
+    key: str
+    live: str | None
+    differences: int = 0
+    unreadable: int = 0
+    note: str = ""
+
+    @property
+    def equal(self) -> bool:
+        """No entry differs and every live row read (true where there was nothing to compare with)."""
+        return not (self.differences or self.unreadable)
 
 
 def differences(rebuilt: dict[str, Any], live: dict[str, Any]) -> tuple[Difference, ...]:
@@ -50,8 +80,8 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
     path = data_dir / region
     snapshot = snapshots.load(path) if path.exists() else None
     if snapshot is None:
-        raise SwarmlogError(f"no coordinator snapshot under {path}; pass --data-dir where `swarmlog coordinator` "
-                            "keeps it (default <cache dir>/coordinator)")
+        raise NoLiveState(f"no coordinator snapshot under {path}; pass --data-dir where `swarmlog coordinator` "
+                          "keeps it (default <cache dir>/coordinator)")
     partition = settings.region_names.index(region)
     reading = await read(settings, [JOURNAL], Span(to_offset=snapshot.offset), {JOURNAL: [partition]})
     rebuilt = replay(coordinator, region, settings.region_names, reading.records)
@@ -67,20 +97,26 @@ async def diff_table(settings: Settings, name: str, app_id: str) -> Comparison:
         raise SwarmlogError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or "
                             "budgets")
     changelog = f"{app_id}-{table.table}-changelog"
-    live, unreadable = await read_table(settings, changelog)
+    live, unreadable = await read_table(settings, changelog, app_id)
     reading = await read(settings, table.topics)
     rebuilt = replay(table, None, settings.region_names, reading.records)
     return Comparison(name, f"changelog {changelog}", rebuilt.events,
                       differences(table.view(rebuilt.state), table.view(table.from_table(live))),
-                      rebuilt.problems + unreadable)
+                      rebuilt.problems, unreadable)
 
 
-async def read_table(settings: Settings, changelog: str) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+async def read_table(settings: Settings, changelog: str,
+                     app_id: str) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """A Faust table's contents from its changelog (JSON keys, pickled fold records; the latest value per key wins),
-    and the records that are not a table row, with their coordinates (their keys then read as absent)."""
+    and the records that are not a table row, with their coordinates (their keys then read as absent);
+    NoLiveState when there is no such changelog."""
+    reading = await read(settings, [changelog])
+    if reading.absent:
+        raise NoLiveState(f"no changelog topic {changelog} on {settings.bootstrap}: no streams worker with app id "
+                          f"{app_id!r} has kept that table there (`swarmlog streams`; --app-id names another)")
     values: dict[str, Any] = {}
     problems: list[Problem] = []
-    for record in (await read(settings, [changelog])).records:
+    for record in reading.records:
         try:
             key = codecs.loads("json", record.key)
             value = None if record.value is None else load_value(record.value)
@@ -93,3 +129,28 @@ async def read_table(settings: Settings, changelog: str) -> tuple[dict[str, Any]
             values[key] = value
     return values, tuple(problems)
 
+
+
+def has_live_state(target: Component) -> bool:
+    """Whether a live process keeps this component's state where a diff can read it."""
+    return target.name == "coordinator" or target.table is not None
+
+
+async def against_live(settings: Settings, targets: Sequence[tuple[Component, str | None]], data_dir: Path,
+                       app_id: str) -> tuple[LiveCheck, ...]:
+    """Each target that has a live state diffed against it (coordinators' snapshots under `data_dir`, the tables of
+    the streams worker `app_id`); a missing live state is said, not failed."""
+    checks = []
+    for target, key in targets:
+        if not has_live_state(target):
+            continue
+        key = target.resolve(key, settings.region_names)
+        try:
+            compared = await (diff_coordinator(settings, key, data_dir) if target.name == "coordinator"
+                              else diff_table(settings, target.name, app_id))
+        except NoLiveState as absent:
+            checks.append(LiveCheck(target.name, key, None, note=str(absent)))
+        else:
+            checks.append(LiveCheck(target.name, key, compared.live, len(compared.differences),
+                                    len(compared.live_problems)))
+    return tuple(checks)

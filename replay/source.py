@@ -47,6 +47,8 @@ class Reading:
 
     records: tuple[Record, ...]
     notes: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    """The topics asked for that the broker does not have."""
 
 
 async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
@@ -63,9 +65,9 @@ async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
         raise ServiceError(f"cannot read from {settings.bootstrap}: {exc}; is the broker up?") from exc
     try:
         async with asyncio.timeout(timeout_s):
-            tps = await _partitions(consumer, topics, partitions or {})
+            tps, absent = await _partitions(consumer, topics, partitions or {})
             if not tps:
-                return Reading(())
+                return Reading((), absent=absent)
             consumer.assign(tps)
             ranges = await (_seek(consumer, tps, span) if kafka else _scan(consumer, tps))
             records = [record async for record in _fetch(consumer, ranges)]
@@ -75,15 +77,17 @@ async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
     finally:
         await consumer.stop()
     notes = () if kafka or (span.from_ms is None and span.to_ms is None) else (TANSU_NOTE,)
-    return Reading(tuple(record for record in records if span.keeps(record)), notes)
+    return Reading(tuple(record for record in records if span.keeps(record)), notes, absent)
 
 
 async def _partitions(consumer: AIOKafkaConsumer, topics: Iterable[str],
-                      chosen: Mapping[str, Iterable[int]]) -> list[TopicPartition]:
-    """The partitions to read: the chosen ones of a topic, else all it has (topics that do not exist: none)."""
+                      chosen: Mapping[str, Iterable[int]]) -> tuple[list[TopicPartition], tuple[str, ...]]:
+    """The partitions to read (the chosen ones of a topic, else all it has), and the topics that do not exist."""
     cluster = await consumer._client.fetch_all_metadata()  # the public topics() keeps the names, not the partitions
-    return [TopicPartition(topic, index) for topic in dict.fromkeys(topics)
-            for index in sorted(chosen.get(topic) or cluster.partitions_for_topic(topic) or ())]
+    names = list(dict.fromkeys(topics))
+    absent = tuple(topic for topic in names if cluster.partitions_for_topic(topic) is None)
+    return [TopicPartition(topic, index) for topic in names if topic not in absent
+            for index in sorted(chosen.get(topic) or cluster.partitions_for_topic(topic))], absent
 
 
 async def _seek(consumer: AIOKafkaConsumer, tps: list[TopicPartition],

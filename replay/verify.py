@@ -1,4 +1,5 @@
-"""Verification: every record decodes, and every fold run twice over the same records gives identical bytes."""
+"""Verification: every record decodes, every fold run twice over the same records gives identical bytes, and (where
+a live state is found: `replay.diff.against_live`) the fold equals it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 from collections.abc import Sequence
 
 from swarmlog.replay.components import COMPONENTS, Component, canonical
+from swarmlog.replay.diff import LiveCheck
 from swarmlog.replay.fold import Problem, Record, decoded, replay
 
 
@@ -23,16 +25,18 @@ class Check:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Verification:
-    """The determinism checks and the undecodable records of one verification."""
+    """The determinism checks, the undecodable records and the comparisons with live states of one verification."""
 
     records: int
     checks: tuple[Check, ...]
     problems: tuple[Problem, ...]
+    live: tuple[LiveCheck, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Everything decoded and every fold was deterministic."""
-        return not self.problems and all(check.deterministic for check in self.checks)
+        """Everything decoded, every fold was deterministic, and every live state found equals its rebuild."""
+        return (not self.problems and all(check.deterministic for check in self.checks)
+                and all(check.equal for check in self.live))
 
 
 def default_targets(regions: Sequence[str]) -> list[tuple[Component, str | None]]:

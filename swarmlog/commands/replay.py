@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -15,14 +16,15 @@ from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_js
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError
 from swarmlog.replay import history
-from swarmlog.replay.components import COMPONENTS, canonical, component
-from swarmlog.replay.diff import Comparison, diff_coordinator, diff_table
+from swarmlog.replay.components import COMPONENTS, Component, canonical, component
+from swarmlog.replay.diff import Comparison, against_live, diff_coordinator, diff_table
 from swarmlog.replay.fold import Problem, Record, replay
 from swarmlog.replay.memory import rebuild_memory
-from swarmlog.replay.source import Reading, Span, read
+from swarmlog.replay.source import Span, read
 from swarmlog.replay.timeline import of_mission, timeline as mission_timeline
 from swarmlog.replay.verify import Verification, default_targets, verify as verify_records
 from swarmlog.settings import Settings, require_reachable
+from swarmlog.streams.app.config import knob
 from swarmlog.topics import catalog
 
 app = typer.Typer(no_args_is_help=True, help="Rebuild any state from the log with the folds the live processes run.")
@@ -31,6 +33,9 @@ Bootstrap = Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($S
 Json = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
 Key = Annotated[str | None, typer.Option(help="Region (coordinator), agent id (agent), mission id (mission); "
                                               "for the others, only the entries of that key.")]
+SnapshotDir = Annotated[Path | None, typer.Option(help="The coordinator's snapshot folder (<cache dir>/coordinator).")]
+AppId = Annotated[str | None, typer.Option(help="The streams worker's Faust app id ($SWARMLOG_STREAMS_APP_ID, "
+                                                  "else swarmlog-streams).")]
 MS_THRESHOLD = 10**12
 """--at values from here on are epoch milliseconds, below it offsets."""
 
@@ -149,8 +154,8 @@ def timeline(
 def diff(
     name: Annotated[str, typer.Argument(metavar="COMPONENT", help="coordinator, registry, waitgraph or budgets.")],
     key: Annotated[str | None, typer.Option(help="The coordinator's region (region-0).")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="The coordinator's snapshot folder.")] = None,
-    app_id: Annotated[str, typer.Option(help="The streams worker's Faust app id.")] = "swarmlog-streams",
+    data_dir: SnapshotDir = None,
+    app_id: AppId = None,
     as_json: Json = False,
     bootstrap: Bootstrap = None,
 ) -> None:
@@ -158,11 +163,11 @@ def diff(
     settings = _settings(bootstrap)
     try:
         compared = asyncio.run(diff_coordinator(settings, key or "", data_dir or settings.cache_dir / "coordinator")
-                               if name == "coordinator" else diff_table(settings, name, app_id))
+                               if name == "coordinator" else diff_table(settings, name, app_id or knob("app_id")))
     except ValueError as exc:
         raise _usage(exc) from None
     _show_comparison(compared, as_json)
-    if compared.differences or compared.problems:
+    if not compared.equal:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -172,8 +177,8 @@ def _show_comparison(compared: Comparison, as_json: bool) -> None:
                   f"(rebuilt from {compared.events} events vs {compared.live})")
     for difference in compared.differences:
         table.add_row(difference.key, canonical(difference.rebuilt), canonical(difference.live))
-    _show(dataclasses.asdict(compared), as_json, table,
-          *([_problems_table(compared.problems)] if compared.problems else []))
+    problems = compared.problems + compared.live_problems
+    _show(dataclasses.asdict(compared), as_json, table, *([_problems_table(problems)] if problems else []))
 
 
 @app.command()
@@ -181,16 +186,23 @@ def _show_comparison(compared: Comparison, as_json: bool) -> None:
 def verify(
     name: Annotated[str | None, typer.Argument(metavar="[COMPONENT]", help="Only this component.")] = None,
     key: Key = None,
+    data_dir: SnapshotDir = None,
+    app_id: AppId = None,
     as_json: Json = False,
     bootstrap: Bootstrap = None,
 ) -> None:
-    """Every record (of every topic, or of the component's) decodes, and each fold run twice gives identical bytes."""
+    """Every record (of every topic, or of the component's) decodes, each fold run twice gives identical bytes, and
+    each fold equals its live state where one is found (coordinator snapshots, the streams worker's tables)."""
     settings = _settings(bootstrap)
     try:
         topics = component(name).topics if name else _all_topics(settings)
     except ValueError as exc:
         raise _usage(exc) from None
-    _verified(asyncio.run(read(settings, topics)), settings.region_names, name, key, as_json)
+    regions = settings.region_names
+    result = _verification(asyncio.run(read(settings, topics)).records, regions, name, key)
+    live = asyncio.run(against_live(settings, _targets(name, key, regions),
+                                    data_dir or settings.cache_dir / "coordinator", app_id or knob("app_id")))
+    _report_verification(dataclasses.replace(result, live=live), as_json)
 
 
 @app.command()
@@ -203,27 +215,35 @@ def memory(as_json: Json = False, bootstrap: Bootstrap = None) -> None:
     _show(dataclasses.asdict(result), as_json, table, *([_problems_table(result.problems)] if result.problems else []))
 
 
-def _verified(reading: Reading | history.History, regions: tuple[str, ...], name: str | None, key: str | None,
-              as_json: bool) -> None:
-    """Run and print a verification; exit 1 when it fails."""
+def _targets(name: str | None, key: str | None, regions: tuple[str, ...]) -> list[tuple[Component, str | None]]:
+    """What a verification folds: the named component, or each region's coordinator and the keyless ones."""
+    return [(component(name), key)] if name else default_targets(regions)
+
+
+def _verification(records: Sequence[Record], regions: tuple[str, ...], name: str | None,
+                  key: str | None) -> Verification:
+    """Decode and fold twice; a bad component or key is a usage error."""
     try:
-        targets = [(component(name), key)] if name else default_targets(regions)
-        result = verify_records(reading.records, regions, targets)
+        return verify_records(records, regions, _targets(name, key, regions))
     except ValueError as exc:
         raise _usage(exc) from None
-    _show_verification(result, as_json)
-    if not result.ok:
-        raise typer.Exit(EXIT_FAILED)
 
 
-def _show_verification(result: Verification, as_json: bool) -> None:
+def _report_verification(result: Verification, as_json: bool) -> None:
+    """Print a verification; exit 1 when it fails."""
     table = Table("component", "key", "events", "deterministic", "digest",
                   title=f"{result.records} records, {len(result.problems)} undecodable")
     for check in result.checks:
         table.add_row(check.component, check.key, str(check.events), "yes" if check.deterministic else "[red]NO[/red]",
                       check.digest)
-    _show({**dataclasses.asdict(result), "ok": result.ok}, as_json, table,
+    live = Table("component", "key", "compared with", "differences", "unreadable rows", title="fold against live state")
+    for check in result.live:
+        live.add_row(check.component, check.key, check.live or f"nothing: {check.note}", str(check.differences),
+                     str(check.unreadable))
+    _show({**dataclasses.asdict(result), "ok": result.ok}, as_json, table, *([live] if result.live else []),
           *([_problems_table(result.problems)] if result.problems else []))
+    if not result.ok:
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()
@@ -267,5 +287,5 @@ def run(
     if name:
         _show_state(name, key, loaded.regions, loaded.records, (), as_json)
     else:
-        _verified(loaded, loaded.regions, None, None, as_json)
+        _report_verification(_verification(loaded.records, loaded.regions, None, None), as_json)
 

@@ -49,9 +49,12 @@ async def _completed(settings: Settings, mission_id: str) -> bool:
 async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_mission(
         settings: Settings, live_run: tuple[str, str, Path]):
     mission_id, agent_id, data_dir = live_run
-    verified = await replay(settings, "verify", "coordinator", "--key", REGION)
+    verified = await replay(settings, "verify", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
     assert verified.exit_code == 0, verified.output
-    assert json.loads(verified.output)["checks"][0]["deterministic"] is True
+    report = json.loads(verified.output)
+    assert report["checks"][0]["deterministic"] is True
+    [live] = report["live"]
+    assert live["live"].startswith(f"snapshot {data_dir / REGION}") and live["differences"] == 0
     compared = await replay(settings, "diff", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
     assert compared.exit_code == 0, compared.output
     shown = await replay(settings, "timeline", mission_id)
@@ -76,6 +79,8 @@ async def test_a_corrupted_snapshot_makes_diff_fail_with_the_key_and_both_values
     [difference] = json.loads(compared.output)["differences"]
     assert difference["key"] == f"missions/{mission_id}"
     assert (difference["rebuilt"]["tokens"], difference["live"]["tokens"]) == (mission.tokens, 999)
+    verified = await replay(settings, "verify", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
+    assert verified.exit_code == 1 and json.loads(verified.output)["live"][0]["differences"] == 1
 
 
 async def test_verify_reports_a_garbage_record_with_its_coordinates_and_replays_the_rest(

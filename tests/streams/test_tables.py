@@ -14,7 +14,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from faust.serializers import codecs
 
-from swarmlog.replay.diff import diff_table
+from swarmlog.replay.components import COMPONENTS
+from swarmlog.replay.diff import against_live, diff_table
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -70,7 +71,7 @@ def test_garbage_is_a_value_error(raw: bytes):
         load_value(raw)
 
 
-def test_diff_reports_hostile_and_garbage_changelog_rows_with_their_coordinates_and_compares_the_rest(
+def test_diff_and_verify_report_hostile_and_garbage_changelog_rows_and_compare_the_rest(
         settings: Settings, tmp_path: Path):
     app_id, agent_id, planted = f"tables-{uuid.uuid4().hex[:8]}", f"agent-{uuid.uuid4().hex[:8]}", tmp_path / "ran"
     registered = event("AgentRegistered", 1_000, f"reg-{agent_id}", agent_id=agent_id, capabilities=["code"],
@@ -81,9 +82,15 @@ def test_diff_reports_hostile_and_garbage_changelog_rows_with_their_coordinates_
         registered))
     compared = asyncio.run(diff_table(settings, "registry", app_id))
     assert not planted.exists()
-    bad = {(p.topic, p.partition, p.offset) for p in compared.problems if "not a table row" in p.reason}
+    bad = {(p.topic, p.partition, p.offset) for p in compared.live_problems if "not a table row" in p.reason}
     assert bad == {(f"{app_id}-registry-changelog", 0, sent[1]), (f"{app_id}-registry-changelog", 0, sent[2])}
     assert not [d for d in compared.differences if agent_id in d.key], "the readable row matched its rebuild"
+    [registry_check, budgets_check] = asyncio.run(against_live(
+        settings, [(COMPONENTS["registry"], None), (COMPONENTS["budgets"], None)], tmp_path, app_id))
+    assert (registry_check.live, registry_check.unreadable, registry_check.equal) == (
+        f"changelog {app_id}-registry-changelog", 2, False)
+    assert budgets_check.live is None and budgets_check.equal, "no budgets table: nothing to compare, said"
+    assert f"no changelog topic {app_id}-budgets-changelog" in budgets_check.note
 
 
 async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, bytes]], registered: Event) -> list[int]:
