@@ -21,8 +21,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.swarmlog-installed
-# setup.py and the generated readers build the compiled codec extension: a change to them rebuilds it.
-want=$(cat pyproject.toml setup.py schemas/_readers.pyx scripts/setup.sh | sha256sum | cut -c1-16)
+# setup.py, the generated readers and their helpers build the compiled codec extension: a change rebuilds it.
+want=$(cat pyproject.toml setup.py schemas/_readers.pyx schemas/_readers_helpers.pxi scripts/setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing swarmlog and its dependencies into .venv (the first time builds llama.cpp: about 5 minutes)"
   quiet .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp,embeddings]"
