@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
