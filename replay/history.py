@@ -13,6 +13,7 @@ import dataclasses
 import gzip
 import json
 import struct
+import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -69,18 +70,27 @@ def export(path: Path, records: Iterable[Record], regions: tuple[str, ...], sele
 
 def load(path: Path, topics: Collection[str] | None = None) -> History:
     """The history in a file written by `export` (this version or an older one), only `topics`' records if given;
-    ValueError when it is not one."""
-    with gzip.open(path, "rb") as raw:
-        blob = raw.read()
+    ValueError saying what is wrong when it is not one (not gzip, cut short, a bad header or frame)."""
+    try:
+        with gzip.open(path, "rb") as raw:
+            blob = raw.read()
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; a cut stream ends in EOFError
+        raise ValueError(f"{path} is not a readable {FORMAT} file: {type(exc).__name__}: {exc}") from None
     end = blob.find(b"\n")
-    header = json.loads(blob[:end] if end >= 0 else b"{}")
-    if header.get("format") != FORMAT or header.get("version") not in READABLE:
-        raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {header!r:.120})")
+    try:
+        header = json.loads(blob[:end] if end >= 0 else b"{}")
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") not in READABLE:
+        raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {blob[:max(end, 0)][:120]!r})")
     with collector_paused():  # a million new records, none in a cycle
-        if header["version"] == 1:
-            records = (_record(json.loads(line)) for line in blob[end + 1:].splitlines())
-            return History(header, tuple(r for r in records if topics is None or r.topic in topics))
-        return History(header, tuple(_frames(blob, end + 1, header["topics"], topics)))
+        try:
+            if header["version"] == 1:
+                records = (_record(json.loads(line)) for line in blob[end + 1:].splitlines())
+                return History(header, tuple(r for r in records if topics is None or r.topic in topics))
+            return History(header, tuple(_frames(blob, end + 1, header["topics"], topics)))
+        except (KeyError, TypeError) as exc:  # a version 1 line or the header without its fields
+            raise ValueError(f"{path}: a malformed record or header: {type(exc).__name__}: {exc}") from None
 
 
 def _frames(blob: bytes, pos: int, names: list[str], topics: Collection[str] | None) -> Iterator[Record]:
@@ -88,7 +98,13 @@ def _frames(blob: bytes, pos: int, names: list[str], topics: Collection[str] | N
     wanted = [topics is None or name in topics for name in names]
     unpack, size, end = FRAME.unpack_from, FRAME.size, len(blob)
     while pos < end:
+        if pos + size > end:
+            raise ValueError(f"history file truncated: a frame header at byte {pos} needs {pos + size - end} "
+                             "more bytes")
         topic, partition, offset, timestamp, key_size, value_size = unpack(blob, pos)
+        if topic >= len(names):
+            raise ValueError(f"history file corrupt: the frame at byte {pos} names topic #{topic}; the header lists "
+                             f"{len(names)}")
         start = pos + size
         pos = start + max(key_size, 0) + max(value_size, 0)
         if pos > end:

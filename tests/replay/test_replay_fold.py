@@ -77,6 +77,24 @@ def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path
         history.load(path, journal)  # a cut frame is reported whichever topics are read
 
 
+@pytest.mark.parametrize(("content", "says"), [
+    (b"not gzip at all", "not a readable swarmlog-history file: BadGzipFile"),
+    (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n' + b"x" * 64)[:-12], "EOFError"),
+    (gzip.compress(b"[1, 2]\n"), "is not a swarmlog-history v2 file"),
+    (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n'), "KeyError"),
+    (gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 10),
+     "a frame header at byte"),
+    (gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 64),
+     "names topic #1799"),
+], ids=["not gzip", "cut gzip", "header not an object", "header without topics", "cut frame header",
+        "unknown topic index"])
+def test_a_file_that_is_not_a_history_is_a_value_error_saying_why(tmp_path: Path, content: bytes, says: str):
+    path = tmp_path / "bad.hist"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=says):
+        history.load(path)
+
+
 def test_a_keyed_component_needs_its_key():
     with pytest.raises(ValueError, match="--key"):
         replay(component("agent"), None, REGIONS, GOLDEN)
