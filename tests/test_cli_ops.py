@@ -184,3 +184,20 @@ def test_the_progress_view_renders_to_a_recorded_console():
     text = console.export_text()
     assert "CONSENSUS" in text and "agent-a" in text and "3/3" in text and "42" in text
     assert isinstance(progress, MissionProgress)
+
+
+async def test_replay_says_in_one_line_what_it_cannot_do(settings: Settings, tmp_path: Path):
+    unknown = await invoke(settings, "replay", "timeline", f"m-{uuid.uuid4().hex[:8]}")
+    assert unknown.exit_code == 1 and "no event of mission" in said(unknown)
+    unwritable = await invoke(settings, "replay", "export", "--out", str(tmp_path / "missing" / "x.hist"))
+    assert unwritable.exit_code == 2 and "no folder" in said(unwritable)
+    assert isinstance(unwritable.exception, SystemExit), "a usage error, not a traceback"
+    not_history = tmp_path / "not.hist"
+    not_history.write_bytes(b"plain text")
+    unreadable = CliRunner().invoke(app, ["replay", "run", str(not_history)])
+    assert unreadable.exit_code == 2 and "not a readable swarmlog-history file" in said(unreadable)
+
+
+def said(result: Any) -> str:
+    """A command's output as one line of words: rich wraps long messages inside a bordered panel."""
+    return " ".join(result.output.replace("│", " ").split())

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
+from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError
 from swarmlog.replay import history
@@ -147,6 +147,9 @@ def timeline(
     _show({"mission_id": mission_id, "steps": [dataclasses.asdict(s) for s in steps],
            "problems": [dataclasses.asdict(p) for p in problems]},
           as_json, table, *([_problems_table(problems)] if problems else []))
+    if not steps:
+        err.print(f"no event of mission {mission_id} on {settings.bootstrap}", highlight=False)
+        raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()
@@ -259,11 +262,16 @@ def export(
 ) -> None:
     """Write a history (all topics, a mission, or a time range) to a file that `replay run` replays offline."""
     settings = _settings(bootstrap)
+    if not out_file.parent.is_dir():
+        raise typer.BadParameter(f"cannot write {out_file}: no folder {out_file.parent}", param_hint="--out")
     span = Span(from_ms=parse_at(since).to_ms if since else None, to_ms=parse_at(until).to_ms if until else None)
     reading = asyncio.run(read(settings, _all_topics(settings), span))
     records, problems = (of_mission(reading.records, mission) if mission else (list(reading.records), []))
     selection = {"mission": mission, "since_ms": span.from_ms, "until_ms": span.to_ms}
-    count = history.export(out_file, records, settings.region_names, selection)
+    try:
+        count = history.export(out_file, records, settings.region_names, selection)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot write {out_file}: {exc.strerror or exc}", param_hint="--out") from None
     table = Table("file", "records", "notes", title="exported")
     table.add_row(str(out_file), str(count), "; ".join(reading.notes))
     _show({"file": str(out_file), "records": count, "notes": list(reading.notes),
