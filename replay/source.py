@@ -2,7 +2,8 @@
 
 On Apache Kafka a time becomes offsets through `offsets_for_times` (record timestamps). Tansu answers that with
 arrival times and its LATEST offsets are wrong when a batch holds several records, so there every partition is
-read from its beginning to the high watermark of a first fetch, and times are applied to record timestamps.
+read from its beginning to the high watermark of a first fetch, and each partition is cut where that seek would
+cut it (by record timestamps), so both brokers give the same records.
 """
 
 from __future__ import annotations
@@ -70,14 +71,36 @@ async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
                 return Reading((), absent=absent)
             consumer.assign(tps)
             ranges = await (_seek(consumer, tps, span) if kafka else _scan(consumer, tps))
-            records = [record async for record in _fetch(consumer, ranges)]
+            records = await _fetch(consumer, ranges)
     except TimeoutError:
         raise ServiceError(f"reading {', '.join(sorted(set(topics)))} took over {timeout_s} s; is the broker "
                            "healthy?") from None
     finally:
         await consumer.stop()
-    notes = () if kafka or (span.from_ms is None and span.to_ms is None) else (TANSU_NOTE,)
+    timed = span.from_ms is not None or span.to_ms is not None
+    notes = (TANSU_NOTE,) if timed and not kafka else ()
+    if kafka and not timed:  # offsets alone: the seek was exact
+        return Reading(tuple(records), notes, absent)
+    if timed and not kafka:
+        records = cut_as_kafka_seeks(records, span)
     return Reading(tuple(record for record in records if span.keeps(record)), notes, absent)
+
+
+def cut_as_kafka_seeks(records: Iterable[Record], span: Span) -> list[Record]:
+    """Each partition's records (in offset order) from the first whose timestamp is at or after `from_ms` to before
+    the first after `to_ms`: what seeking with Kafka's offsets_for_times reads, so that a state at a time is a prefix
+    of every partition on either broker, even where timestamps do not rise with offsets."""
+    by_partition: dict[tuple[str, int], list[Record]] = {}
+    for record in records:  # fetches interleave partitions; each partition's records come in offset order
+        by_partition.setdefault((record.topic, record.partition), []).append(record)
+    kept: list[Record] = []
+    for partition in by_partition.values():
+        start = next((i for i, r in enumerate(partition) if span.from_ms is None or r.timestamp >= span.from_ms),
+                     len(partition))
+        stop = next((i for i, r in enumerate(partition) if span.to_ms is not None and r.timestamp > span.to_ms),
+                    len(partition))
+        kept += partition[start:stop]
+    return kept
 
 
 async def _partitions(consumer: AIOKafkaConsumer, topics: Iterable[str],
@@ -118,15 +141,17 @@ async def _scan(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict[T
     return {tp: (begins[tp], consumer.highwater(tp)) for tp in tps}
 
 
-async def _fetch(consumer: AIOKafkaConsumer, ranges: dict[TopicPartition, tuple[int, int]]):
+async def _fetch(consumer: AIOKafkaConsumer, ranges: dict[TopicPartition, tuple[int, int]]) -> list[Record]:
     """The records of each partition in [first, stop)."""
     pending = {tp: stop for tp, (first, stop) in ranges.items() if first < stop}
     for tp in ranges:
         consumer.seek(tp, ranges[tp][0])
+    records: list[Record] = []
     while pending:
         batches = await consumer.getmany(*pending, timeout_ms=POLL_MS)
         for tp, batch in batches.items():
-            for record in batch:
-                if record.offset < pending.get(tp, -1):
-                    yield Record(tp.topic, tp.partition, record.offset, record.timestamp, record.key, record.value)
+            topic, partition, stop = tp.topic, tp.partition, pending.get(tp, -1)
+            records += [Record(topic, partition, record.offset, record.timestamp, record.key, record.value)
+                        for record in batch if record.offset < stop]
         pending = {tp: stop for tp, stop in pending.items() if await consumer.position(tp) < stop}
+    return records
