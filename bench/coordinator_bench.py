@@ -142,7 +142,7 @@ async def region_up(settings: Settings, region: str, index: int, agents: int, wo
     """A coordinator process for the region and its in-process scripted agents; yields their capability."""
     capability = f"bench-{region}-{uuid.uuid4().hex[:6]}"
     with (workdir / f"coordinator-{region}.log").open("ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "coordinator", "--region", region,
+        process = subprocess.Popen([sys.executable, "-m", "swarmlog", "coordinator", "--region", region,
                                     "--bootstrap", settings.bootstrap, "--data-dir", str(workdir / "coordinator")],
                                    env={**os.environ, "SWARMLOG_BROKER": "kafka"}, stdout=log,
                                    stderr=subprocess.STDOUT)

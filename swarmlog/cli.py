@@ -32,12 +32,3 @@ app.command("agents")(agents)
 app.add_typer(topics.app, name="topics")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(replay.app, name="replay")
-
-
-def main() -> None:
-    """Entry point of the `swarmlog` console script."""
-    app()
-
-
-if __name__ == "__main__":
-    main()

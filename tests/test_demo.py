@@ -14,7 +14,7 @@ import pytest
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
                     reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
 def test_the_demo_runs_a_three_phase_mission_to_success_and_prints_one_json_object() -> None:
-    result = subprocess.run([sys.executable, "-m", "swarmlog.cli", "demo", "--json", "--timeout-s", "400"],
+    result = subprocess.run([sys.executable, "-m", "swarmlog", "demo", "--json", "--timeout-s", "400"],
                             capture_output=True, text=True, timeout=600)
 
     assert result.returncode == 0, result.stderr[-3000:]

@@ -38,7 +38,7 @@ def test_an_agent_whose_broker_vanished_still_exits_after_sigterm(tmp_path: Path
         asyncio.run(ensure_topics(settings))
         env = os.environ | {"SWARMLOG_BROKER": "tansu", "SWARMLOG_BOOTSTRAP": broker.bootstrap}
         log = (tmp_path / "agent.log").open("wb")
-        agent = subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "agent", "lonely", "--brain", "scripted",
+        agent = subprocess.Popen([sys.executable, "-m", "swarmlog", "agent", "lonely", "--brain", "scripted",
                                   "--data-dir", str(tmp_path)], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             asyncio.run(_registered(settings, "lonely"))
@@ -54,3 +54,36 @@ def test_an_agent_whose_broker_vanished_still_exits_after_sigterm(tmp_path: Path
         agent.kill()
     assert code in (0, EXIT_STUCK), (tmp_path / "agent.log").read_text()[-2000:]
     assert time.monotonic() - sent < AGENT_DEADLINE_S + 15
+
+
+SLOW_TO_LOAD = """
+import importlib.abc, importlib.machinery, sys, time
+
+class SlowCommands(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    \"\"\"Loads swarmlog.cli as slowly as a busy machine can: says so, then takes 30 s.\"\"\"
+
+    def find_spec(self, name, path, target=None):
+        return importlib.machinery.ModuleSpec(name, self) if name == "swarmlog.cli" else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        print("loading", flush=True)
+        time.sleep(30)
+
+sys.meta_path.insert(0, SlowCommands())
+from swarmlog.launch import main
+main()
+"""
+
+
+def test_a_sigterm_while_the_commands_still_load_is_a_clean_stop() -> None:
+    process = subprocess.Popen([sys.executable, "-c", SLOW_TO_LOAD], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == b"loading\n"
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(10)
+    finally:
+        process.kill()
+    assert code == 0

@@ -159,7 +159,7 @@ async def test_every_dashboard_query_returns_series_from_a_live_swarm(settings: 
     with contextlib.ExitStack() as stack:
         for argv, log in ([[PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                             f"--web.listen-address=127.0.0.1:{ports['prometheus']}"], "prometheus.log"],
-                          [[sys.executable, "-m", "swarmlog.cli", "streams", "--data-dir", str(tmp_path / "streams")],
+                          [[sys.executable, "-m", "swarmlog", "streams", "--data-dir", str(tmp_path / "streams")],
                            "streams.log"]):
             child = subprocess.Popen(argv, env=env, stdout=(tmp_path / log).open("wb"), stderr=subprocess.STDOUT)
             stack.callback(_stop, child)

@@ -150,7 +150,7 @@ EXPORT_LINE = re.compile(r"export SWARMLOG_BOOTSTRAP=(\S+) SWARMLOG_REDIS_URL=(\
 def _start_up(broker_kind: str) -> tuple[subprocess.Popen[str], str, str]:
     """`swarmlog up --broker KIND` running, with the bootstrap and Redis URL it printed."""
     up = subprocess.Popen(
-        [sys.executable, "-m", "swarmlog.cli", "up", "--broker", broker_kind],
+        [sys.executable, "-m", "swarmlog", "up", "--broker", broker_kind],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     lines: queue.Queue[str] = queue.Queue()

@@ -86,7 +86,7 @@ def _swarm(settings: Settings, work: Path) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for name, argv in commands:
             log = work / f"{name}.log"
-            stack.enter_context(process.running([sys.executable, "-m", "swarmlog.cli", *argv], name=name, log=log,
+            stack.enter_context(process.running([sys.executable, "-m", "swarmlog", *argv], name=name, log=log,
                                                 ready=lambda: True, env=env))
             _progress(f"started {name} (log: {log})")
         yield

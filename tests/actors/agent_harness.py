@@ -20,10 +20,10 @@ INBOX = "swarm.agents.inbox"
 
 
 def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str) -> subprocess.Popen:
-    """`python -m swarmlog.cli agent` on the settings' broker, its log in data_dir/<id>.log."""
+    """`python -m swarmlog agent` on the settings' broker, its log in data_dir/<id>.log."""
     env = os.environ | {"SWARMLOG_BOOTSTRAP": settings.bootstrap, "SWARMLOG_BROKER": settings.broker}
     log = open(data_dir / f"{agent_id}.log", "ab")  # noqa: SIM115 - the child owns it
-    return subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "agent", agent_id, "--slot", str(slot),
+    return subprocess.Popen([sys.executable, "-m", "swarmlog", "agent", agent_id, "--slot", str(slot),
                              "--data-dir", str(data_dir), *extra], env=env, stdout=log, stderr=log)
 
 

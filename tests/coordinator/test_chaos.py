@@ -33,7 +33,7 @@ async def test_kill_9_three_times_at_random_during_a_200_task_mission_loses_and_
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"chaos200-{uuid.uuid4().hex[:8]}"
     plan = [task(f"t{i}", capability, depends_on=[f"t{i - 20}"] if i >= 20 else []) for i in range(TASKS)]
     env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    command = [sys.executable, "-m", "swarmlog.cli", "coordinator", "--region", REGION, "--data-dir", str(tmp_path)]
+    command = [sys.executable, "-m", "swarmlog", "coordinator", "--region", REGION, "--data-dir", str(tmp_path)]
     async with crew(settings, REGION, AGENTS, capability, first_slot=FIRST_SLOT, latency_s=0.02) as agents:
         process = subprocess.Popen(command, env=env)
         await submit(settings, mission_id, REGION, plan)

@@ -57,7 +57,7 @@ async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_comp
     async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
         with (tmp_path / "coordinator.log").open("ab") as coordinator_log:
             processes["coordinator"] = subprocess.Popen(
-                [sys.executable, "-m", "swarmlog.cli", "coordinator", "--region", REGION, "--data-dir",
+                [sys.executable, "-m", "swarmlog", "coordinator", "--region", REGION, "--data-dir",
                  str(tmp_path / "coordinator")], env=env, stdout=coordinator_log, stderr=subprocess.STDOUT)
         try:
             for index, agent_id in enumerate(agent_ids):

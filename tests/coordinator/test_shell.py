@@ -80,7 +80,7 @@ async def test_kill_9_three_times_during_a_50_task_mission_doubles_nothing(setti
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"chaos-{uuid.uuid4().hex[:8]}"
     chains = [task(f"t{i}", capability, depends_on=[f"t{i - 5}"] if i >= 5 else []) for i in range(50)]
     env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    command = [sys.executable, "-m", "swarmlog.cli", "coordinator", "--region", "region-1", "--data-dir",
+    command = [sys.executable, "-m", "swarmlog", "coordinator", "--region", "region-1", "--data-dir",
                str(tmp_path)]
     async with crew(settings, "region-1", 5, capability, first_slot=20, latency_s=0.1) as agents:
         process = subprocess.Popen(command, env=env)

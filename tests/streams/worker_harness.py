@@ -53,7 +53,7 @@ class Worker:
         """Start the worker and wait until Faust says it is ready."""
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "swarmlog.cli", "streams"], env=self.env,
+            self.process = subprocess.Popen([sys.executable, "-m", "swarmlog", "streams"], env=self.env,
                                             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while b"[^Worker]: Ready" not in self.log.read_bytes()[offset:]:

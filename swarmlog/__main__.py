@@ -1,0 +1,5 @@
+"""`python -m swarmlog`: the `swarmlog` program."""
+
+from swarmlog.launch import main
+
+main()
