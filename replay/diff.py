@@ -91,11 +91,12 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
 
 
 async def diff_table(settings: Settings, name: str, app_id: str) -> Comparison:
-    """The component folded from its topics to their ends, against its Faust table read from the changelog."""
+    """The component folded from its topics to their ends, against its Faust table read from the changelog;
+    ValueError for a component no table holds."""
     table = component(name)
     if table.table is None or table.from_table is None:
-        raise SwarmlogError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or "
-                            "budgets")
+        raise ValueError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or "
+                         "budgets")
     changelog = f"{app_id}-{table.table}-changelog"
     live, unreadable = await read_table(settings, changelog, app_id)
     reading = await read(settings, table.topics)

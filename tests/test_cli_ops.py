@@ -189,6 +189,8 @@ def test_the_progress_view_renders_to_a_recorded_console():
 async def test_replay_says_in_one_line_what_it_cannot_do(settings: Settings, tmp_path: Path):
     unknown = await invoke(settings, "replay", "timeline", f"m-{uuid.uuid4().hex[:8]}")
     assert unknown.exit_code == 1 and "no event of mission" in said(unknown)
+    tableless = await invoke(settings, "replay", "diff", "mission")
+    assert tableless.exit_code == 2 and "mission has no live table to compare with" in said(tableless)
     unwritable = await invoke(settings, "replay", "export", "--out", str(tmp_path / "missing" / "x.hist"))
     assert unwritable.exit_code == 2 and "no folder" in said(unwritable)
     assert isinstance(unwritable.exception, SystemExit), "a usage error, not a traceback"
