@@ -131,6 +131,13 @@ async def read_table(settings: Settings, changelog: str,
     return values, tuple(problems)
 
 
+async def diff_component(settings: Settings, name: str, key: str | None, data_dir: Path, app_id: str) -> Comparison:
+    """`name` rebuilt against its live state: a region's coordinator snapshot under `data_dir`, else the table of the
+    streams worker `app_id`."""
+    if name == "coordinator":
+        return await diff_coordinator(settings, key or "", data_dir)
+    return await diff_table(settings, name, app_id)
+
 
 def has_live_state(target: Component) -> bool:
     """Whether a live process keeps this component's state where a diff can read it."""
@@ -147,8 +154,7 @@ async def against_live(settings: Settings, targets: Sequence[tuple[Component, st
             continue
         key = target.resolve(key, settings.region_names)
         try:
-            compared = await (diff_coordinator(settings, key, data_dir) if target.name == "coordinator"
-                              else diff_table(settings, target.name, app_id))
+            compared = await diff_component(settings, target.name, key, data_dir, app_id)
         except NoLiveState as absent:
             checks.append(LiveCheck(target.name, key, None, note=str(absent)))
         else:

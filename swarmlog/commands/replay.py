@@ -17,7 +17,7 @@ from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS, Component, canonical, component
-from swarmlog.replay.diff import Comparison, against_live, diff_coordinator, diff_table
+from swarmlog.replay.diff import Comparison, against_live, diff_component
 from swarmlog.replay.fold import Problem, Record, replay
 from swarmlog.replay.memory import rebuild_memory
 from swarmlog.replay.source import Span, read
@@ -165,8 +165,7 @@ def diff(
     """Rebuild a state from the log and compare it with the live one; exit 1 and print each difference."""
     settings = _settings(bootstrap)
     try:
-        compared = asyncio.run(diff_coordinator(settings, key or "", data_dir or settings.cache_dir / "coordinator")
-                               if name == "coordinator" else diff_table(settings, name, app_id or knob("app_id")))
+        compared = asyncio.run(diff_component(settings, name, key, *_live_at(settings, data_dir, app_id)))
     except ValueError as exc:
         raise _usage(exc) from None
     _show_comparison(compared, as_json)
@@ -203,8 +202,7 @@ def verify(
         raise _usage(exc) from None
     regions = settings.region_names
     result = _verification(asyncio.run(read(settings, topics)).records, regions, name, key)
-    live = asyncio.run(against_live(settings, _targets(name, key, regions),
-                                    data_dir or settings.cache_dir / "coordinator", app_id or knob("app_id")))
+    live = asyncio.run(against_live(settings, _targets(name, key, regions), *_live_at(settings, data_dir, app_id)))
     _report_verification(dataclasses.replace(result, live=live), as_json)
 
 
@@ -216,6 +214,12 @@ def memory(as_json: Json = False, bootstrap: Bootstrap = None) -> None:
     table = Table("written", "expired", "undecodable", title="memory bus rebuilt from the log")
     table.add_row(str(result.written), str(result.expired), str(len(result.problems)))
     _show(dataclasses.asdict(result), as_json, table, *([_problems_table(result.problems)] if result.problems else []))
+
+
+def _live_at(settings: Settings, data_dir: Path | None, app_id: str | None) -> tuple[Path, str]:
+    """Where the live states are: the coordinators' snapshot folder and the streams worker's app id, by default
+    where those processes keep them."""
+    return data_dir or settings.cache_dir / "coordinator", app_id or knob("app_id")
 
 
 def _targets(name: str | None, key: str | None, regions: tuple[str, ...]) -> list[tuple[Component, str | None]]:
