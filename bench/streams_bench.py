@@ -1,17 +1,19 @@
-"""Stream processors on a real broker: liveness over agent kills, events/s per processor, worker recovery after kill -9.
+"""Stream processors on a real broker: liveness, deadlock detection, events/s per processor, recovery after kill -9.
 
 Starts the broker (Apache Kafka by default, or Tansu) and Redis itself, and runs `swarmlog streams` as a subprocess
-(tests/streams/worker_harness.py). Three parts:
+(tests/streams/worker_harness.py). Four parts:
 - liveness: real `swarmlog agent --brain scripted` processes (heartbeat 0.25 s) killed with SIGKILL in turn, under a
   2 s liveness timeout; kill → AgentDeclaredDead occurred_at, and → the death readable on swarm.agents.registry;
+- deadlock: rings of three agents' WaitStarted, one wait at a time; the closing wait's ack → DeadlockDetected
+  occurred_at and → readable on swarm.alerts, next to that wait's own ack → readable on swarm.waits (the baseline);
 - throughput: a pre-encoded burst per processor (heartbeats → registry, TokensUsed → budgets, WaitStarted/WaitEnded →
   wait-for graph) sent with one aiokafka producer; the worker's rate is the burst over first send → the last write
   to its table's changelog (stamped when written; found once the worker's group has committed past the burst),
   next to a plain aiokafka consumer reading + decoding the same records (the baseline);
 - recovery: with the tables populated, kill -9 the worker, send a fresh agent's over-budget TokensUsed, restart it;
   restart → "Ready", and → BudgetExceeded (the new event processed).
-Run: .venv/bin/python bench/streams_bench.py [--broker kafka|tansu] [--parts liveness,throughput,recovery]
-     [--kills N] [--agents N] [--events N] [--restarts N]
+Run: .venv/bin/python bench/streams_bench.py [--broker kafka|tansu] [--parts liveness,deadlock,throughput,recovery]
+     [--kills N] [--agents N] [--rings N] [--events N] [--restarts N]
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ sys.path[:0] = [str(Path(__file__).parents[1] / "tests" / "streams"),
 from agent_harness import start_agent  # noqa: E402
 from worker_harness import Worker  # noqa: E402
 
-REGISTRY, HEARTBEATS, USAGE, CONTROL, WAITS = (
-    "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.control", "swarm.waits")
+REGISTRY, HEARTBEATS, USAGE, CONTROL, WAITS, ALERTS = (
+    "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.control", "swarm.waits", "swarm.alerts")
 REGION, FIRST_SLOT, LIVENESS_TIMEOUT_MS, HEARTBEAT_S = "region-0", 48, 2000, 0.25
 FAKE_AGENTS, BUDGET_TOKENS = 50, 100_000
 
@@ -136,6 +138,72 @@ def liveness_table(kills: list[Kill], broker: str) -> Table:
     return table
 
 
+# ---- deadlocks ----------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Ring:
+    """One ring of three waits: when the wait that closed it was acknowledged, read back, and its deadlock decided."""
+
+    closed_ms: int  # the broker's ack of the closing WaitStarted (the deadlock's causation)
+    wait_read_ms: int  # the closing WaitStarted readable on swarm.waits (the baseline: transport alone)
+    declared_ms: int  # DeadlockDetected occurred_at
+    read_ms: int  # DeadlockDetected readable on swarm.alerts
+
+
+async def deadlocks(settings: Settings, rings: int, console: Console) -> list[Ring]:
+    """Send `rings` rings of three WaitStarted, one wait at a time; each ring's detection from its closing wait."""
+    codec, results = default_codec(), []
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all")
+    await producer.start()
+    try:
+        async with (Collector(settings, ALERTS, start="end", fetch_max_wait_ms=20) as alerts,
+                    Collector(settings, WAITS, start="end", fetch_max_wait_ms=20) as waits):
+            for n in range(rings):
+                run = uuid.uuid4().hex[:6]
+                agents = [f"ring-{run}-{m}" for m in range(3)]
+                acked = {}
+                for m, waiter in enumerate(agents):
+                    started = Event("WaitStarted", {
+                        **envelope(f"ws-{run}-{m}", now_ms()), "wait_id": f"w-{run}-{m}", "waiter_agent_id": waiter,
+                        "waits_for_agent_id": agents[(m + 1) % 3], "mission_id": None, "task_id": None})
+                    await producer.send_and_wait(WAITS, codec.encode(started), key=waiter.encode())
+                    acked[started.event_id] = now_ms()
+                await alerts.wait_for(lambda run=run: _ring_alert(alerts, run) is not None, 30)
+                alert = _ring_alert(alerts, run)
+                trigger = alert.data["causation_id"]
+                await waits.wait_for(lambda trigger=trigger: trigger in waits.read_ms, 30)
+                results.append(Ring(acked[trigger], waits.read_ms[trigger], alert.occurred_at_ms,
+                                    alerts.read_ms[alert.event_id]))
+                if (n + 1) % 10 == 0:
+                    console.print(f"  {n + 1}/{rings} rings detected")
+                await asyncio.sleep(0.2)
+    finally:
+        await producer.stop()
+    return results
+
+
+def _ring_alert(alerts: Collector, run: str) -> Event | None:
+    """The DeadlockDetected of one ring, by its agents' run id."""
+    found = [e for e in alerts.named("DeadlockDetected") if any(run in agent for agent in e.data["cycle"])]
+    return found[0] if found else None
+
+
+def deadlock_table(rings: list[Ring], broker: str) -> Table:
+    """Detection delays from the closing wait's ack, next to that wait's own delay to be readable."""
+    table = Table(title=f"deadlocks on {broker}: {len(rings)} rings of three agents, one WaitStarted at a time; "
+                        "from the broker's ack of the wait that closed the ring")
+    for column in ("measure", "p50 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    rows = {"→ DeadlockDetected occurred_at": [r.declared_ms - r.closed_ms for r in rings],
+            "→ DeadlockDetected readable on swarm.alerts": [r.read_ms - r.closed_ms for r in rings],
+            "baseline: → the closing wait readable on swarm.waits": [r.wait_read_ms - r.closed_ms for r in rings]}
+    for label, values in rows.items():
+        table.add_row(label, *(f"{v:,.0f}" for v in (percentile(values, 50), percentile(values, 99), max(values))))
+    within = sum(r.read_ms - r.closed_ms <= 1000 for r in rings)
+    table.add_row("readable within 1 s", f"{within}/{len(rings)}", "", "")
+    return table
+
+
 # ---- throughput ---------------------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -195,7 +263,7 @@ async def end_offsets(consumer: AIOKafkaConsumer, topics: list[str]) -> dict[Top
 
 async def committed_through(admin: AIOKafkaAdminClient, group: str, ends: dict[TopicPartition, int]) -> bool:
     """Whether the group has committed every partition up to the given end offsets."""
-    committed = await admin.list_consumer_group_offsets(group)
+    committed = await admin.list_consumer_group_offsets(group, partitions=list(ends))  # Tansu needs them named
     return all(end == 0 or (tp in committed and committed[tp].offset >= end) for tp, end in ends.items())
 
 
@@ -375,22 +443,35 @@ def recovery_table(restarts: list[Restart], broker: str) -> Table:
 async def main(args: argparse.Namespace) -> None:
     console = Console(width=140)
     parts = set(args.parts.split(","))
+    tables: list[Table] = []
+    try:
+        await run_parts(args, parts, tables, console)
+    finally:  # the parts that finished are printed even when a later one fails
+        for table in tables:
+            console.print(table)
+
+
+async def run_parts(args: argparse.Namespace, parts: set[str], tables: list[Table], console: Console) -> None:
+    """Start the services, run the chosen parts and append each one's table."""
     with (open_broker(Settings(broker=args.broker)) as broker, open_redis(Settings()) as redis,
           tempfile.TemporaryDirectory() as tmp):
         settings = Settings(broker=args.broker, bootstrap=broker.bootstrap, redis_url=redis.url)
         await ensure_topics(settings)
-        workdir, tables = Path(tmp), []
+        workdir = Path(tmp)
         console.print(f"{args.broker} at {broker.bootstrap}, Redis at {redis.url}")
         if "liveness" in parts:
             console.print(f"liveness: {args.kills} kills, {args.agents} agents at a time")
             tables.append(liveness_table(await liveness(settings, workdir, args.kills, args.agents, console),
                                          args.broker))
-        if parts & {"throughput", "recovery"}:
+        if parts & {"deadlock", "throughput", "recovery"}:
             worker = TimedWorker(broker.bootstrap, broker.kind, redis.url, workdir / "throughput",
                                  liveness_timeout_ms=600_000, budget_tokens=BUDGET_TOKENS)
             await asyncio.to_thread(worker.start)
             console.print(f"worker ready in {worker.ready_s:.1f} s")
             try:
+                if "deadlock" in parts:
+                    console.print(f"deadlock: {args.rings} rings")
+                    tables.append(deadlock_table(await deadlocks(settings, args.rings, console), args.broker))
                 if "throughput" in parts:
                     console.print(f"throughput: {args.events:,} events per processor")
                     tables.append(throughput_table(await throughput(settings, worker, args.events, console),
@@ -402,16 +483,15 @@ async def main(args: argparse.Namespace) -> None:
             finally:
                 if worker.process is not None and worker.process.poll() is None:
                     worker.stop()
-        for table in tables:
-            console.print(table)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", choices=("kafka", "tansu"), default="kafka")
-    parser.add_argument("--parts", default="liveness,throughput,recovery", help="comma-separated parts to run")
+    parser.add_argument("--parts", default="liveness,deadlock,throughput,recovery", help="comma-separated parts to run")
     parser.add_argument("--kills", type=int, default=20, help="agents killed with SIGKILL")
     parser.add_argument("--agents", type=int, default=5, help="agents running at a time in the liveness part")
+    parser.add_argument("--rings", type=int, default=30, help="rings of three waits in the deadlock part")
     parser.add_argument("--events", type=int, default=20_000, help="events in each processor's burst")
     parser.add_argument("--restarts", type=int, default=3, help="kill -9 + restart repetitions")
     with contextlib.suppress(KeyboardInterrupt):

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import redis
 from aiokafka import AIOKafkaClient, AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.protocol.admin import ApiVersionRequest
+from kafka_topics import create_topic
 
 from swarmlog.errors import ServiceError
 from swarmlog.services import Broker, Redis
@@ -35,16 +35,9 @@ TRANSACTION_APIS = {
 CLIENT_APIS = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata"}
 
 
-async def _create_topic(bootstrap: str) -> str:
+async def _new_topic(bootstrap: str) -> str:
     """A new single-partition topic with a unique name."""
-    topic = f"test-services-{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-    finally:
-        await admin.close()
-    return topic
+    return await create_topic(bootstrap, f"test-services-{uuid.uuid4().hex[:8]}")
 
 
 async def _read_values(bootstrap: str, topic: str, until: bytes, **consumer_options: object) -> list[bytes]:
@@ -80,7 +73,7 @@ async def test_kafka_advertises_the_transaction_apis(broker: Broker) -> None:
 @pytest.mark.kafka_only
 async def test_kafka_read_committed_sees_only_committed_transactions(broker: Broker) -> None:
     """Given a committed and an aborted transaction, a read_committed consumer sees only the committed records."""
-    topic = await _create_topic(broker.bootstrap)
+    topic = await _new_topic(broker.bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=f"tx-{topic}")
     await producer.start()
     try:
@@ -103,7 +96,7 @@ async def test_kafka_read_committed_sees_only_committed_transactions(broker: Bro
 
 async def test_broker_produce_consume_round_trip(broker: Broker) -> None:
     """Given any broker, records produced to a new topic come back in order."""
-    topic = await _create_topic(broker.bootstrap)
+    topic = await _new_topic(broker.bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=False)
     await producer.start()
     try:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import faust
-
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 
 from . import budgets, deadlocks, liveness, memory
 from .config import StreamsConfig
 from .records import Io
+from .transport import WorkerApp
 
 
-def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> faust.App:
+def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> WorkerApp:
     """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
-    app = faust.App(config.app_id, **config.faust_settings())
+    app = WorkerApp(config.app_id, fetch_max_wait_ms=config.fetch_max_wait_ms, **config.faust_settings())
     io = Io(app, codec_for(config.settings.schema_registry_url), sensor or Sensor())
     liveness.install(app, io, config)
     deadlocks.install(app, io, config)

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from kafka_topics import create_topic
 
 from swarmlog.replay.source import TANSU_NOTE, Span, read
 from swarmlog.settings import Settings
@@ -28,12 +28,7 @@ def topic(settings: Settings) -> str:
 
 
 async def _fill(settings: Settings, name: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(name, 2, 1)])
-    finally:
-        await admin.close()
+    await create_topic(settings.bootstrap, name, partitions=2)
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from faust.serializers import codecs
+from kafka_topics import create_topic
 
 from swarmlog.replay.components import COMPONENTS
 from swarmlog.replay.diff import against_live, diff_table
@@ -95,12 +95,7 @@ def test_diff_and_verify_report_hostile_and_garbage_changelog_rows_and_compare_t
 
 async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, bytes]], registered: Event) -> list[int]:
     """The rows on a new one-partition changelog topic and `registered` on the registry topic; the rows' offsets."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(changelog, 1, 1)])
-    finally:
-        await admin.close()
+    await create_topic(settings.bootstrap, changelog)
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:
