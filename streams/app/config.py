@@ -22,10 +22,6 @@ Guarantee = Literal["at_least_once", "exactly_once"]
 KAFKA_FAUST = {"broker_session_timeout": 10.0, "broker_heartbeat_interval": 1.0}
 # Tansu holds a JoinGroup for about session_timeout/2 and loses changelog updates of multi-record batches.
 TANSU_FAUST = {"broker_session_timeout": 6.0, "broker_heartbeat_interval": 0.5, "producer_max_batch_size": 1}
-# How long a fetch may wait for records. Kafka answers a waiting fetch as soon as a record arrives, so the wait only
-# paces idle polling; Tansu answers only when the wait is over, and every hop of a record (waits → the global waits
-# topic → the detector) then costs up to the wait: with Faust's fixed 1.5 s a deadlock took 1.3 s to be reported.
-KAFKA_FETCH_MAX_WAIT_MS, TANSU_FETCH_MAX_WAIT_MS = 1500, 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,11 +66,6 @@ class StreamsConfig:
                 raise ConfigError(f"{ENV_PREFIX}BUDGET_OVERRIDES entry {entry!r} is not agent-id=tokens (tokens >= 1)")
             per_agent[agent_id] = int(tokens)
         return BudgetPolicy(self.budget_tokens, per_agent)
-
-    @property
-    def fetch_max_wait_ms(self) -> int:
-        """How long the worker's fetches wait for records on this broker kind."""
-        return TANSU_FETCH_MAX_WAIT_MS if self.settings.broker == "tansu" else KAFKA_FETCH_MAX_WAIT_MS
 
     def faust_settings(self) -> dict[str, Any]:
         """Faust App keyword arguments for this broker kind: short sessions, and one-record batches on Tansu."""
