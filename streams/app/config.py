@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import socket
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +21,8 @@ Guarantee = Literal["at_least_once", "exactly_once"]
 
 # A worker killed -9 keeps its partitions until its group session times out, and no worker decides deaths or
 # throttles meanwhile: Faust's default 60 s session would break the 5 s liveness promise, so sessions are short.
+# On Kafka a restarted worker rejoins at once as the same static member (group_instance_id) instead of waiting for
+# that: 10.2 s → 2.4 s. Tansu's groups loop forever on JoinGroup once a static member is in them: not used there.
 KAFKA_FAUST = {"broker_session_timeout": 10.0, "broker_heartbeat_interval": 1.0}
 # Tansu holds a JoinGroup for about session_timeout/2 and loses changelog updates of multi-record batches.
 TANSU_FAUST = {"broker_session_timeout": 6.0, "broker_heartbeat_interval": 0.5, "producer_max_batch_size": 1}
@@ -38,6 +42,9 @@ class StreamsConfig:
     budget_window_ms: int = DEFAULT_WINDOW_MS
     tick_s: float = 0.5
     guarantee: Guarantee = "at_least_once"
+    instance_id: str = ""
+    """The worker's static group membership (Kafka's group.instance.id): the same across its restarts and unique
+    among running workers; empty: derived from the host name and the data dir, which no two running workers share."""
 
     def __post_init__(self) -> None:
         if not self.settings.bootstrap:
@@ -67,8 +74,16 @@ class StreamsConfig:
             per_agent[agent_id] = int(tokens)
         return BudgetPolicy(self.budget_tokens, per_agent)
 
+    @property
+    def group_instance_id(self) -> str:
+        """The static membership id: `instance_id`, else the app id, host name and a digest of the data dir."""
+        if self.instance_id:
+            return self.instance_id
+        where = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
+        return f"{self.app_id}-{socket.gethostname()}-{where}"
+
     def faust_settings(self) -> dict[str, Any]:
-        """Faust App keyword arguments for this broker kind: short sessions, and one-record batches on Tansu."""
+        """Faust App keyword arguments: short sessions, static membership on Kafka, one-record batches on Tansu."""
         settings = self.settings
         assert settings.bootstrap is not None  # __post_init__ refuses a config without one
         common = {
@@ -83,7 +98,9 @@ class StreamsConfig:
             "web_enabled": False,
             "autodiscover": False,
         }
-        return {**common, **(TANSU_FAUST if settings.broker == "tansu" else KAFKA_FAUST)}
+        if settings.broker == "tansu":
+            return {**common, **TANSU_FAUST}
+        return {**common, **KAFKA_FAUST, "consumer_group_instance_id": self.group_instance_id}
 
 
 def knob(name: str, env: Mapping[str, str] | None = None) -> Any:
