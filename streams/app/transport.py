@@ -1,4 +1,4 @@
-"""Faust's aiokafka transport with the worker consumer's fetch long poll chosen per broker (Faust fixes it at 1.5 s)."""
+"""Faust's aiokafka transport whose worker consumer long-polls as long as the app says (Faust fixes it at 1.5 s)."""
 
 from __future__ import annotations
 
