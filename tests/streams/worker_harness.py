@@ -50,7 +50,7 @@ class Worker:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        """Start the worker and wait until Faust says it is ready."""
+        """Start the worker and wait until Faust says it is ready; one that never is gets killed, not left running."""
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
             self.process = subprocess.Popen([sys.executable, "-m", "swarmlog", "streams"], env=self.env,
@@ -58,7 +58,9 @@ class Worker:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while b"[^Worker]: Ready" not in self.log.read_bytes()[offset:]:
             assert self.process.poll() is None, f"worker exited with {self.process.returncode}; see {self.log}"
-            assert time.monotonic() < deadline, f"worker not ready in {READY_TIMEOUT_S} s; see {self.log}"
+            if time.monotonic() >= deadline:
+                self.stop(signal.SIGKILL)
+                raise AssertionError(f"worker not ready in {READY_TIMEOUT_S} s; see {self.log}")
             time.sleep(0.2)
 
     def stop(self, sig: signal.Signals = signal.SIGTERM, timeout_s: float = 30) -> int:
