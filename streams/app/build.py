@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 
@@ -14,7 +13,7 @@ from .transport import WorkerApp
 
 def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> WorkerApp:
     """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
-    app = WorkerApp(config.app_id, fetch_max_wait_ms=FETCH_MAX_WAIT_MS, **config.faust_settings())
+    app = WorkerApp(config.app_id, **config.faust_settings())
     io = Io(app, codec_for(config.settings.schema_registry_url), sensor or Sensor())
     liveness.install(app, io, config)
     deadlocks.install(app, io, config)

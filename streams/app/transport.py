@@ -1,20 +1,20 @@
-"""Faust's aiokafka transport whose worker consumer long-polls as long as the app says (Faust fixes it at 1.5 s)."""
+"""Faust's aiokafka transport whose worker consumer long-polls swarmlog's short wait (Faust fixes it at 1.5 s)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import aiokafka
 import faust
 from faust.transport.drivers import aiokafka as driver
 
+from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+
 
 class ConsumerThread(driver.AIOKafkaConsumerThread):
-    """Faust's consumer thread, whose worker consumer waits at most the app's `fetch_max_wait_ms` per fetch."""
+    """Faust's consumer thread, whose worker consumer waits at most FETCH_MAX_WAIT_MS per fetch."""
 
     def _create_worker_consumer(self, transport: driver.Transport) -> aiokafka.AIOKafkaConsumer:
         consumer = super()._create_worker_consumer(transport)
-        consumer._fetch_max_wait_ms = self.app.fetch_max_wait_ms  # handed to aiokafka's Fetcher at start()
+        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS  # handed to aiokafka's Fetcher at start()
         return consumer
 
 
@@ -32,11 +32,7 @@ class Transport(driver.Transport):
 
 
 class WorkerApp(faust.App):
-    """The worker's Faust app: a fetch waits at most `fetch_max_wait_ms` for records before it returns empty."""
-
-    def __init__(self, app_id: str, *, fetch_max_wait_ms: int, **settings: Any) -> None:
-        self.fetch_max_wait_ms = fetch_max_wait_ms
-        super().__init__(app_id, **settings)
+    """The worker's Faust app, on the transport above."""
 
     def _new_transport(self) -> Transport:
         return Transport(self.conf.broker_consumer, self)
