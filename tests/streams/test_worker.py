@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import pytest
 import redis
-from worker_harness import Client, Worker, now_event, tables_settled
+from worker_harness import Client, Worker, heartbeat, now_event, registered, tables_settled
 
 from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams.registry import Registry, evolve
@@ -50,16 +50,6 @@ def ids(*names: str) -> list[str]:
 
 def of(*agents: str, field: str = "agent_id"):
     return lambda event: event.data.get(field) in agents
-
-
-def registered(agent: str) -> Event:
-    return now_event("AgentRegistered", agent_id=agent, capabilities=["code"], model="smollm2", brain="scripted",
-                     node="n1", gpu=None, region="r1", slot=0)
-
-
-def heartbeat(agent: str, registration: Event, sequence: int) -> Event:
-    return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration.event_id, sequence=sequence,
-                     status="IDLE", in_flight_task=None, region="r1", slot=0)
 
 
 def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(worker, client):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,18 +17,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import fastavro
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from faust.serializers import codecs
 from rocksdict import AccessType, Options, Rdict
 
 from swarmlog.errors import DecodeError
 from swarmlog.replay.diff import diff_table
-from swarmlog.schemas.codec import decode, encode
+from swarmlog.schemas.catalog import default_catalog
+from swarmlog.schemas.codec import HEADER_SIZE, MAGIC, decode, encode
 from swarmlog.schemas.events import Event
-from swarmlog.streams.app.tables import load_value
 from swarmlog.settings import Settings
+from swarmlog.streams.app.tables import load_value
+from swarmlog.topics import spec_for
 
 READY_TIMEOUT_S = 90
+LARGE_BYTES = 2_000_000
+"""The size of the random garbage record: twice what the catalog's topics take unless told otherwise."""
+Coordinates = tuple[str, int, int]
 
 
 def now_event(name: str, **fields: Any) -> Event:
@@ -34,6 +44,18 @@ def now_event(name: str, **fields: Any) -> Event:
     envelope = {"event_id": uuid.uuid4().hex, "occurred_at": datetime.now(timezone.utc), "correlation_id": None,
                 "causation_id": None, "producer": "test"}
     return Event(name, {**envelope, **fields})
+
+
+def registered(agent: str) -> Event:
+    """An agent's registration, now."""
+    return now_event("AgentRegistered", agent_id=agent, capabilities=["code"], model="smollm2", brain="scripted",
+                     node="n1", gpu=None, region="r1", slot=0)
+
+
+def heartbeat(agent: str, registration: Event, sequence: int) -> Event:
+    """A heartbeat of the agent's run `registration`, now."""
+    return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration.event_id, sequence=sequence,
+                     status="IDLE", in_flight_task=None, region="r1", slot=0)
 
 
 class Worker:
@@ -97,6 +119,10 @@ class Client:
         """The decodable events of `topic` that `keep` accepts, once `until` holds for them or the timeout passes."""
         return asyncio.run(self._read(topic, keep, until, timeout_s))
 
+    def send_records(self, topic: str, key: str, payloads: Iterable[bytes]) -> list[Coordinates]:
+        """Produce raw payloads (up to LARGE_BYTES and more) under `key`, in order; where each landed."""
+        return asyncio.run(self._send_records(topic, key, list(payloads)))
+
     def send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
         """Connect, then stamp the event `make` builds and produce it; returns it with the wall-clock ms of its ack."""
         return asyncio.run(self._send_now(topic, key, make))
@@ -106,6 +132,11 @@ class Client:
             for payload in payloads:
                 await producer.send_and_wait(topic, payload, key=key.encode())
 
+    async def _send_records(self, topic: str, key: str, payloads: list[bytes]) -> list[Coordinates]:
+        async with self._producer(max_request_size=2 * LARGE_BYTES) as producer:
+            sent = [await producer.send_and_wait(topic, payload, key=key.encode()) for payload in payloads]
+        return [(topic, metadata.partition, metadata.offset) for metadata in sent]
+
     async def _send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
         async with self._producer() as producer:
             event = make()
@@ -113,8 +144,8 @@ class Client:
             return event, int(time.time() * 1000)
 
     @contextlib.asynccontextmanager
-    async def _producer(self) -> AsyncIterator[AIOKafkaProducer]:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
+    async def _producer(self, **options: Any) -> AsyncIterator[AIOKafkaProducer]:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, **options)
         await producer.start()
         try:
             yield producer
@@ -167,3 +198,64 @@ async def tables_settled(settings: Settings, app_id: str, marker: str, tables: I
     deadline = time.monotonic() + timeout_s
     while await table_differences(settings, app_id, marker, tables) and time.monotonic() < deadline:
         await asyncio.sleep(1)
+
+
+def garbage(real: Event, wrong: Event, seed: int) -> dict[str, bytes]:
+    """Records a reader cannot use, by kind: broken bytes of `real`'s kind, random bytes, `wrong` (an event of a kind
+    the topic does not carry) and `real` with an invariant broken. A duplicate of a real event is not garbage."""
+    rng = random.Random(seed)
+    good = encode(real)
+    records = {"empty": b"", "one byte": b"\x00", "magic alone": MAGIC, "truncated body": good[:-3],
+               "overlong body": good + b"\x00\x01", "known fingerprint, random body": good[:HEADER_SIZE] + rng.randbytes(48),
+               "2 MB of random bytes": rng.randbytes(LARGE_BYTES), "another kind of event": encode(wrong),
+               "a broken invariant": breaking_invariants(real, producer="")}
+    decoding = [kind for kind, payload in records.items() if kind != "another kind of event" and _decodes(payload)]
+    assert not decoding, f"{decoding} garbage decodes: pick another seed"
+    return records
+
+
+def _decodes(payload: bytes) -> bool:
+    try:
+        decode(payload)
+    except DecodeError:
+        return False
+    return True
+
+
+def breaking_invariants(event: Event, **fields: Any) -> bytes:
+    """`event` with `fields` changed, encoded as its schema allows although its invariants do not."""
+    version = default_catalog().latest(event.name)
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, version.parsed, {**event.data, **fields})
+    return MAGIC + version.fingerprint + body.getvalue()
+
+
+@contextlib.contextmanager
+def large_records_taken(settings: Settings, topics: Iterable[str]) -> Iterator[None]:
+    """Let `topics` take records of LARGE_BYTES on Apache Kafka (as an operator may), then back to the catalog's
+    configuration; other brokers as they are."""
+    if settings.broker != "kafka":
+        yield
+        return
+    topics = tuple(topics)
+    asyncio.run(_configure(settings, topics, large=True))
+    try:
+        yield
+    finally:
+        asyncio.run(_configure(settings, topics, large=False))
+
+
+async def _configure(settings: Settings, topics: Iterable[str], large: bool) -> None:
+    resources = []
+    for topic in topics:  # AlterConfigs replaces a topic's whole configuration: give all of it
+        configs = spec_for(settings, topic).configs(settings)
+        if large:
+            configs["max.message.bytes"] = str(2 * LARGE_BYTES)
+        resources.append(ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs))
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        for response in await admin.alter_configs(resources):
+            assert all(resource[0] == 0 for resource in response.resources), response
+    finally:
+        await admin.close()
