@@ -1680,6 +1680,146 @@ def _s11_record1(bytes b, Py_ssize_t p):
     n = b[p]
     if n < 128:
         p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    v7 = _boolean(b[p])
+    p += 1
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v9 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v10 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v11 = _int(n)
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'region': v5, 'coordinator_id': v6, 'serving': v7, 'interval_ms': v8, 'agents': v9, 'idle_agents': v10, 'active_missions': v11}, p
+
+
+def _s12_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
@@ -1768,176 +1908,10 @@ def _s11_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'origin_topic': v5, 'origin_partition': v6, 'origin_offset': v7, 'origin_key': v8, 'payload': v9, 'error_type': v10, 'reason': v11, 'consumer': v12}, p
 
 
-def _s12_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    cdef long long _s12_count3
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    _s12_items2 = []
-    _s12_count3 = b[p]
-    if _s12_count3 < 128:
-        p += 1
-        _s12_count3 = (_s12_count3 >> 1) ^ -(_s12_count3 & 1)
-    else:
-        _s12_count3, p = _long(b, p)
-    while _s12_count3:
-        if _s12_count3 < 0:
-            _s12_count3 = -_s12_count3
-            _, p = _long(b, p)
-        for _ in range(_s12_count3):
-            n = b[p]
-            if n < 128:
-                p += 1
-                if n & 1:
-                    raise ValueError('negative length')
-                e = p + (n >> 1)
-            else:
-                n, p = _long(b, p)
-                e = _length(n, p, size)
-            if e > size:
-                raise ValueError('length past the payload')
-            _s12_item4 = b[p:e].decode('utf-8')
-            p = e
-            _s12_items2.append(_s12_item4)
-        _s12_count3 = b[p]
-        if _s12_count3 < 128:
-            p += 1
-            _s12_count3 = (_s12_count3 >> 1) ^ -(_s12_count3 & 1)
-        else:
-            _s12_count3, p = _long(b, p)
-    v5 = _s12_items2
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v7 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v8 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v8 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'cycle': v5, 'wait_id': v6, 'waiter_agent_id': v7, 'mission_id': v8}, p
-
-
 def _s13_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s13_count3, _s13_count6, _s13_count9
+    cdef long long _s13_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2049,18 +2023,151 @@ def _s13_record1(bytes b, Py_ssize_t p):
         else:
             _s13_count3, p = _long(b, p)
     v5 = _s13_items2
-    _s13_items5 = []
-    _s13_count6 = b[p]
-    if _s13_count6 < 128:
+    n = b[p]
+    if n < 128:
         p += 1
-        _s13_count6 = (_s13_count6 >> 1) ^ -(_s13_count6 & 1)
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
     else:
-        _s13_count6, p = _long(b, p)
-    while _s13_count6:
-        if _s13_count6 < 0:
-            _s13_count6 = -_s13_count6
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v7 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'cycle': v5, 'wait_id': v6, 'waiter_agent_id': v7, 'mission_id': v8}, p
+
+
+def _s14_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s14_count3, _s14_count6, _s14_count9
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    _s14_items2 = []
+    _s14_count3 = b[p]
+    if _s14_count3 < 128:
+        p += 1
+        _s14_count3 = (_s14_count3 >> 1) ^ -(_s14_count3 & 1)
+    else:
+        _s14_count3, p = _long(b, p)
+    while _s14_count3:
+        if _s14_count3 < 0:
+            _s14_count3 = -_s14_count3
             _, p = _long(b, p)
-        for _ in range(_s13_count6):
+        for _ in range(_s14_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2072,47 +2179,80 @@ def _s13_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s13_item7 = b[p:e].decode('utf-8')
+            _s14_item4 = b[p:e].decode('utf-8')
             p = e
-            _s13_items5.append(_s13_item7)
-        _s13_count6 = b[p]
-        if _s13_count6 < 128:
+            _s14_items2.append(_s14_item4)
+        _s14_count3 = b[p]
+        if _s14_count3 < 128:
             p += 1
-            _s13_count6 = (_s13_count6 >> 1) ^ -(_s13_count6 & 1)
+            _s14_count3 = (_s14_count3 >> 1) ^ -(_s14_count3 & 1)
         else:
-            _s13_count6, p = _long(b, p)
-    v6 = _s13_items5
-    _s13_items8 = []
-    _s13_count9 = b[p]
-    if _s13_count9 < 128:
+            _s14_count3, p = _long(b, p)
+    v5 = _s14_items2
+    _s14_items5 = []
+    _s14_count6 = b[p]
+    if _s14_count6 < 128:
         p += 1
-        _s13_count9 = (_s13_count9 >> 1) ^ -(_s13_count9 & 1)
+        _s14_count6 = (_s14_count6 >> 1) ^ -(_s14_count6 & 1)
     else:
-        _s13_count9, p = _long(b, p)
-    while _s13_count9:
-        if _s13_count9 < 0:
-            _s13_count9 = -_s13_count9
+        _s14_count6, p = _long(b, p)
+    while _s14_count6:
+        if _s14_count6 < 0:
+            _s14_count6 = -_s14_count6
             _, p = _long(b, p)
-        for _ in range(_s13_count9):
+        for _ in range(_s14_count6):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s14_item7 = b[p:e].decode('utf-8')
+            p = e
+            _s14_items5.append(_s14_item7)
+        _s14_count6 = b[p]
+        if _s14_count6 < 128:
+            p += 1
+            _s14_count6 = (_s14_count6 >> 1) ^ -(_s14_count6 & 1)
+        else:
+            _s14_count6, p = _long(b, p)
+    v6 = _s14_items5
+    _s14_items8 = []
+    _s14_count9 = b[p]
+    if _s14_count9 < 128:
+        p += 1
+        _s14_count9 = (_s14_count9 >> 1) ^ -(_s14_count9 & 1)
+    else:
+        _s14_count9, p = _long(b, p)
+    while _s14_count9:
+        if _s14_count9 < 0:
+            _s14_count9 = -_s14_count9
+            _, p = _long(b, p)
+        for _ in range(_s14_count9):
             n = b[p]
             if n < 128:
                 p += 1
                 n = (n >> 1) ^ -(n & 1)
             else:
                 n, p = _long(b, p)
-            _s13_item10 = _EPOCH + _timedelta(0, 0, 0, n)
-            _s13_items8.append(_s13_item10)
-        _s13_count9 = b[p]
-        if _s13_count9 < 128:
+            _s14_item10 = _EPOCH + _timedelta(0, 0, 0, n)
+            _s14_items8.append(_s14_item10)
+        _s14_count9 = b[p]
+        if _s14_count9 < 128:
             p += 1
-            _s13_count9 = (_s13_count9 >> 1) ^ -(_s13_count9 & 1)
+            _s14_count9 = (_s14_count9 >> 1) ^ -(_s14_count9 & 1)
         else:
-            _s13_count9, p = _long(b, p)
-    v7 = _s13_items8
+            _s14_count9, p = _long(b, p)
+    v7 = _s14_items8
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'cycle': v5, 'wait_ids': v6, 'waits_started_at': v7}, p
 
 
-def _s14_record1(bytes b, Py_ssize_t p):
+def _s15_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -2222,10 +2362,10 @@ def _s14_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'target': v5, 'reason': v6}, p
 
 
-def _s15_record1(bytes b, Py_ssize_t p):
+def _s16_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s15_count3
+    cdef long long _s16_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2369,28 +2509,28 @@ def _s15_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v9 = b[p:e].decode('utf-8')
     p = e
-    _s15_items2 = []
-    _s15_count3 = b[p]
-    if _s15_count3 < 128:
+    _s16_items2 = []
+    _s16_count3 = b[p]
+    if _s16_count3 < 128:
         p += 1
-        _s15_count3 = (_s15_count3 >> 1) ^ -(_s15_count3 & 1)
+        _s16_count3 = (_s16_count3 >> 1) ^ -(_s16_count3 & 1)
     else:
-        _s15_count3, p = _long(b, p)
-    while _s15_count3:
-        if _s15_count3 < 0:
-            _s15_count3 = -_s15_count3
+        _s16_count3, p = _long(b, p)
+    while _s16_count3:
+        if _s16_count3 < 0:
+            _s16_count3 = -_s16_count3
             _, p = _long(b, p)
-        for _ in range(_s15_count3):
-            _s15_item4, = _float(b, p)
+        for _ in range(_s16_count3):
+            _s16_item4, = _float(b, p)
             p += 4
-            _s15_items2.append(_s15_item4)
-        _s15_count3 = b[p]
-        if _s15_count3 < 128:
+            _s16_items2.append(_s16_item4)
+        _s16_count3 = b[p]
+        if _s16_count3 < 128:
             p += 1
-            _s15_count3 = (_s15_count3 >> 1) ^ -(_s15_count3 & 1)
+            _s16_count3 = (_s16_count3 >> 1) ^ -(_s16_count3 & 1)
         else:
-            _s15_count3, p = _long(b, p)
-    v10 = _s15_items2
+            _s16_count3, p = _long(b, p)
+    v10 = _s16_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -2423,7 +2563,7 @@ def _s15_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'experience_id': v5, 'agent_id': v6, 'node': v7, 'kind': v8, 'content': v9, 'embedding': v10, 'ttl_s': v11, 'mission_id': v12}, p
 
 
-def _s16_record1(bytes b, Py_ssize_t p):
+def _s17_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -2540,13 +2680,204 @@ def _s16_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'document_id': v5, 'version': v6, 'content': v7}, p
 
 
-_s17_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
-
-
-def _s17_record5(bytes b, Py_ssize_t p):
+def _s18_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s17_count10, _s17_count7
+    cdef long long _s18_count3, _s18_count6
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v6 = _int(n)
+    _s18_items2 = []
+    _s18_count3 = b[p]
+    if _s18_count3 < 128:
+        p += 1
+        _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+    else:
+        _s18_count3, p = _long(b, p)
+    while _s18_count3:
+        if _s18_count3 < 0:
+            _s18_count3 = -_s18_count3
+            _, p = _long(b, p)
+        for _ in range(_s18_count3):
+            n = b[p]
+            if n < 128:
+                p += 1
+                n = (n >> 1) ^ -(n & 1)
+            else:
+                n, p = _long(b, p)
+            _s18_item4 = n
+            _s18_items2.append(_s18_item4)
+        _s18_count3 = b[p]
+        if _s18_count3 < 128:
+            p += 1
+            _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+        else:
+            _s18_count3, p = _long(b, p)
+    v7 = _s18_items2
+    _s18_items5 = []
+    _s18_count6 = b[p]
+    if _s18_count6 < 128:
+        p += 1
+        _s18_count6 = (_s18_count6 >> 1) ^ -(_s18_count6 & 1)
+    else:
+        _s18_count6, p = _long(b, p)
+    while _s18_count6:
+        if _s18_count6 < 0:
+            _s18_count6 = -_s18_count6
+            _, p = _long(b, p)
+        for _ in range(_s18_count6):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s18_item7 = b[p:e].decode('utf-8')
+            p = e
+            _s18_items5.append(_s18_item7)
+        _s18_count6 = b[p]
+        if _s18_count6 < 128:
+            p += 1
+            _s18_count6 = (_s18_count6 >> 1) ^ -(_s18_count6 & 1)
+        else:
+            _s18_count6, p = _long(b, p)
+    v8 = _s18_items5
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v10 = b[p:e].decode('utf-8')
+    p = e
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'region': v5, 'partition': v6, 'offsets': v7, 'errors': v8, 'reason': v9, 'operator': v10}, p
+
+
+_s19_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+
+
+def _s19_record5(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s19_count10, _s19_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2574,18 +2905,18 @@ def _s17_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s17_items6 = []
-    _s17_count7 = b[p]
-    if _s17_count7 < 128:
+    _s19_items6 = []
+    _s19_count7 = b[p]
+    if _s19_count7 < 128:
         p += 1
-        _s17_count7 = (_s17_count7 >> 1) ^ -(_s17_count7 & 1)
+        _s19_count7 = (_s19_count7 >> 1) ^ -(_s19_count7 & 1)
     else:
-        _s17_count7, p = _long(b, p)
-    while _s17_count7:
-        if _s17_count7 < 0:
-            _s17_count7 = -_s17_count7
+        _s19_count7, p = _long(b, p)
+    while _s19_count7:
+        if _s19_count7 < 0:
+            _s19_count7 = -_s19_count7
             _, p = _long(b, p)
-        for _ in range(_s17_count7):
+        for _ in range(_s19_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2597,28 +2928,28 @@ def _s17_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s17_item8 = b[p:e].decode('utf-8')
+            _s19_item8 = b[p:e].decode('utf-8')
             p = e
-            _s17_items6.append(_s17_item8)
-        _s17_count7 = b[p]
-        if _s17_count7 < 128:
+            _s19_items6.append(_s19_item8)
+        _s19_count7 = b[p]
+        if _s19_count7 < 128:
             p += 1
-            _s17_count7 = (_s17_count7 >> 1) ^ -(_s17_count7 & 1)
+            _s19_count7 = (_s19_count7 >> 1) ^ -(_s19_count7 & 1)
         else:
-            _s17_count7, p = _long(b, p)
-    v2 = _s17_items6
-    _s17_items9 = []
-    _s17_count10 = b[p]
-    if _s17_count10 < 128:
+            _s19_count7, p = _long(b, p)
+    v2 = _s19_items6
+    _s19_items9 = []
+    _s19_count10 = b[p]
+    if _s19_count10 < 128:
         p += 1
-        _s17_count10 = (_s17_count10 >> 1) ^ -(_s17_count10 & 1)
+        _s19_count10 = (_s19_count10 >> 1) ^ -(_s19_count10 & 1)
     else:
-        _s17_count10, p = _long(b, p)
-    while _s17_count10:
-        if _s17_count10 < 0:
-            _s17_count10 = -_s17_count10
+        _s19_count10, p = _long(b, p)
+    while _s19_count10:
+        if _s19_count10 < 0:
+            _s19_count10 = -_s19_count10
             _, p = _long(b, p)
-        for _ in range(_s17_count10):
+        for _ in range(_s19_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2630,16 +2961,16 @@ def _s17_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s17_item11 = b[p:e].decode('utf-8')
+            _s19_item11 = b[p:e].decode('utf-8')
             p = e
-            _s17_items9.append(_s17_item11)
-        _s17_count10 = b[p]
-        if _s17_count10 < 128:
+            _s19_items9.append(_s19_item11)
+        _s19_count10 = b[p]
+        if _s19_count10 < 128:
             p += 1
-            _s17_count10 = (_s17_count10 >> 1) ^ -(_s17_count10 & 1)
+            _s19_count10 = (_s19_count10 >> 1) ^ -(_s19_count10 & 1)
         else:
-            _s17_count10, p = _long(b, p)
-    v3 = _s17_items9
+            _s19_count10, p = _long(b, p)
+    v3 = _s19_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -2657,10 +2988,10 @@ def _s17_record5(bytes b, Py_ssize_t p):
     return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
 
 
-def _s17_record12(bytes b, Py_ssize_t p):
+def _s19_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s17_count14
+    cdef long long _s19_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2675,18 +3006,18 @@ def _s17_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s17_items13 = []
-    _s17_count14 = b[p]
-    if _s17_count14 < 128:
+    _s19_items13 = []
+    _s19_count14 = b[p]
+    if _s19_count14 < 128:
         p += 1
-        _s17_count14 = (_s17_count14 >> 1) ^ -(_s17_count14 & 1)
+        _s19_count14 = (_s19_count14 >> 1) ^ -(_s19_count14 & 1)
     else:
-        _s17_count14, p = _long(b, p)
-    while _s17_count14:
-        if _s17_count14 < 0:
-            _s17_count14 = -_s17_count14
+        _s19_count14, p = _long(b, p)
+    while _s19_count14:
+        if _s19_count14 < 0:
+            _s19_count14 = -_s19_count14
             _, p = _long(b, p)
-        for _ in range(_s17_count14):
+        for _ in range(_s19_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2698,20 +3029,20 @@ def _s17_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s17_item15 = b[p:e].decode('utf-8')
+            _s19_item15 = b[p:e].decode('utf-8')
             p = e
-            _s17_items13.append(_s17_item15)
-        _s17_count14 = b[p]
-        if _s17_count14 < 128:
+            _s19_items13.append(_s19_item15)
+        _s19_count14 = b[p]
+        if _s19_count14 < 128:
             p += 1
-            _s17_count14 = (_s17_count14 >> 1) ^ -(_s17_count14 & 1)
+            _s19_count14 = (_s19_count14 >> 1) ^ -(_s19_count14 & 1)
         else:
-            _s17_count14, p = _long(b, p)
-    v1 = _s17_items13
+            _s19_count14, p = _long(b, p)
+    v1 = _s19_items13
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s17_record16(bytes b, Py_ssize_t p):
+def _s19_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -2721,7 +3052,7 @@ def _s17_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s17_const17[n >> 1]
+    v0 = _s19_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -2734,10 +3065,10 @@ def _s17_record16(bytes b, Py_ssize_t p):
     return {'strategy': v0, 'window_ms': v1, 'quorum': v2}, p
 
 
-def _s17_record18(bytes b, Py_ssize_t p):
+def _s19_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s17_count20
+    cdef long long _s19_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2752,18 +3083,18 @@ def _s17_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s17_items19 = []
-    _s17_count20 = b[p]
-    if _s17_count20 < 128:
+    _s19_items19 = []
+    _s19_count20 = b[p]
+    if _s19_count20 < 128:
         p += 1
-        _s17_count20 = (_s17_count20 >> 1) ^ -(_s17_count20 & 1)
+        _s19_count20 = (_s19_count20 >> 1) ^ -(_s19_count20 & 1)
     else:
-        _s17_count20, p = _long(b, p)
-    while _s17_count20:
-        if _s17_count20 < 0:
-            _s17_count20 = -_s17_count20
+        _s19_count20, p = _long(b, p)
+    while _s19_count20:
+        if _s19_count20 < 0:
+            _s19_count20 = -_s19_count20
             _, p = _long(b, p)
-        for _ in range(_s17_count20):
+        for _ in range(_s19_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2775,23 +3106,23 @@ def _s17_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s17_item21 = b[p:e].decode('utf-8')
+            _s19_item21 = b[p:e].decode('utf-8')
             p = e
-            _s17_items19.append(_s17_item21)
-        _s17_count20 = b[p]
-        if _s17_count20 < 128:
+            _s19_items19.append(_s19_item21)
+        _s19_count20 = b[p]
+        if _s19_count20 < 128:
             p += 1
-            _s17_count20 = (_s17_count20 >> 1) ^ -(_s17_count20 & 1)
+            _s19_count20 = (_s19_count20 >> 1) ^ -(_s19_count20 & 1)
         else:
-            _s17_count20, p = _long(b, p)
-    v1 = _s17_items19
+            _s19_count20, p = _long(b, p)
+    v1 = _s19_items19
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s17_record1(bytes b, Py_ssize_t p):
+def _s19_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s17_count3
+    cdef long long _s19_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2916,27 +3247,27 @@ def _s17_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _EPOCH + _timedelta(0, 0, 0, n)
-    _s17_items2 = []
-    _s17_count3 = b[p]
-    if _s17_count3 < 128:
+    _s19_items2 = []
+    _s19_count3 = b[p]
+    if _s19_count3 < 128:
         p += 1
-        _s17_count3 = (_s17_count3 >> 1) ^ -(_s17_count3 & 1)
+        _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
     else:
-        _s17_count3, p = _long(b, p)
-    while _s17_count3:
-        if _s17_count3 < 0:
-            _s17_count3 = -_s17_count3
+        _s19_count3, p = _long(b, p)
+    while _s19_count3:
+        if _s19_count3 < 0:
+            _s19_count3 = -_s19_count3
             _, p = _long(b, p)
-        for _ in range(_s17_count3):
-            _s17_item4, p = _s17_record5(b, p)
-            _s17_items2.append(_s17_item4)
-        _s17_count3 = b[p]
-        if _s17_count3 < 128:
+        for _ in range(_s19_count3):
+            _s19_item4, p = _s19_record5(b, p)
+            _s19_items2.append(_s19_item4)
+        _s19_count3 = b[p]
+        if _s19_count3 < 128:
             p += 1
-            _s17_count3 = (_s17_count3 >> 1) ^ -(_s17_count3 & 1)
+            _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
         else:
-            _s17_count3, p = _long(b, p)
-    v9 = _s17_items2
+            _s19_count3, p = _long(b, p)
+    v9 = _s19_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -2944,10 +3275,10 @@ def _s17_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v10 = None
     elif n == 2:
-        v10, p = _s17_record12(b, p)
+        v10, p = _s19_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v11, p = _s17_record16(b, p)
+    v11, p = _s19_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -2955,7 +3286,7 @@ def _s17_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v12 = None
     elif n == 2:
-        v12, p = _s17_record18(b, p)
+        v12, p = _s19_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -2993,10 +3324,10 @@ def _s17_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'region': v6, 'title': v7, 'submitted_at': v8, 'tasks': v9, 'planning': v10, 'consensus': v11, 'final_action': v12, 'deadline_at': v13, 'token_budget': v14}, p
 
 
-def _s18_record1(bytes b, Py_ssize_t p):
+def _s20_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s18_count3
+    cdef long long _s20_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3090,18 +3421,18 @@ def _s18_record1(bytes b, Py_ssize_t p):
     p = e
     v6 = _boolean(b[p])
     p += 1
-    _s18_items2 = []
-    _s18_count3 = b[p]
-    if _s18_count3 < 128:
+    _s20_items2 = []
+    _s20_count3 = b[p]
+    if _s20_count3 < 128:
         p += 1
-        _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+        _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
     else:
-        _s18_count3, p = _long(b, p)
-    while _s18_count3:
-        if _s18_count3 < 0:
-            _s18_count3 = -_s18_count3
+        _s20_count3, p = _long(b, p)
+    while _s20_count3:
+        if _s20_count3 < 0:
+            _s20_count3 = -_s20_count3
             _, p = _long(b, p)
-        for _ in range(_s18_count3):
+        for _ in range(_s20_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3113,16 +3444,16 @@ def _s18_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s18_item4 = b[p:e].decode('utf-8')
+            _s20_item4 = b[p:e].decode('utf-8')
             p = e
-            _s18_items2.append(_s18_item4)
-        _s18_count3 = b[p]
-        if _s18_count3 < 128:
+            _s20_items2.append(_s20_item4)
+        _s20_count3 = b[p]
+        if _s20_count3 < 128:
             p += 1
-            _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+            _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
         else:
-            _s18_count3, p = _long(b, p)
-    v7 = _s18_items2
+            _s20_count3, p = _long(b, p)
+    v7 = _s20_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3184,10 +3515,10 @@ def _s18_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'success': v6, 'outputs': v7, 'latency_ms': v8, 'agent_count': v9, 'tasks_completed': v10, 'tasks_failed': v11, 'malformed_count': v12, 'consensus_ms': v13, 'tokens_used': v14}, p
 
 
-def _s19_record1(bytes b, Py_ssize_t p):
+def _s21_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count3
+    cdef long long _s21_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3292,18 +3623,18 @@ def _s19_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    _s19_items2 = []
-    _s19_count3 = b[p]
-    if _s19_count3 < 128:
+    _s21_items2 = []
+    _s21_count3 = b[p]
+    if _s21_count3 < 128:
         p += 1
-        _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
     else:
-        _s19_count3, p = _long(b, p)
-    while _s19_count3:
-        if _s19_count3 < 0:
-            _s19_count3 = -_s19_count3
+        _s21_count3, p = _long(b, p)
+    while _s21_count3:
+        if _s21_count3 < 0:
+            _s21_count3 = -_s21_count3
             _, p = _long(b, p)
-        for _ in range(_s19_count3):
+        for _ in range(_s21_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3315,16 +3646,16 @@ def _s19_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item4 = b[p:e].decode('utf-8')
+            _s21_item4 = b[p:e].decode('utf-8')
             p = e
-            _s19_items2.append(_s19_item4)
-        _s19_count3 = b[p]
-        if _s19_count3 < 128:
+            _s21_items2.append(_s21_item4)
+        _s21_count3 = b[p]
+        if _s21_count3 < 128:
             p += 1
-            _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
         else:
-            _s19_count3, p = _long(b, p)
-    v7 = _s19_items2
+            _s21_count3, p = _long(b, p)
+    v7 = _s21_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3386,7 +3717,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'reason': v6, 'outputs': v7, 'latency_ms': v8, 'agent_count': v9, 'tasks_completed': v10, 'tasks_failed': v11, 'malformed_count': v12, 'consensus_ms': v13, 'tokens_used': v14}, p
 
 
-def _s20_record1(bytes b, Py_ssize_t p):
+def _s22_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3496,13 +3827,13 @@ def _s20_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'reason': v6}, p
 
 
-_s21_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s23_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
-def _s21_record5(bytes b, Py_ssize_t p):
+def _s23_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count10, _s21_count7
+    cdef long long _s23_count10, _s23_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3530,18 +3861,18 @@ def _s21_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s21_items6 = []
-    _s21_count7 = b[p]
-    if _s21_count7 < 128:
+    _s23_items6 = []
+    _s23_count7 = b[p]
+    if _s23_count7 < 128:
         p += 1
-        _s21_count7 = (_s21_count7 >> 1) ^ -(_s21_count7 & 1)
+        _s23_count7 = (_s23_count7 >> 1) ^ -(_s23_count7 & 1)
     else:
-        _s21_count7, p = _long(b, p)
-    while _s21_count7:
-        if _s21_count7 < 0:
-            _s21_count7 = -_s21_count7
+        _s23_count7, p = _long(b, p)
+    while _s23_count7:
+        if _s23_count7 < 0:
+            _s23_count7 = -_s23_count7
             _, p = _long(b, p)
-        for _ in range(_s21_count7):
+        for _ in range(_s23_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3553,28 +3884,28 @@ def _s21_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item8 = b[p:e].decode('utf-8')
+            _s23_item8 = b[p:e].decode('utf-8')
             p = e
-            _s21_items6.append(_s21_item8)
-        _s21_count7 = b[p]
-        if _s21_count7 < 128:
+            _s23_items6.append(_s23_item8)
+        _s23_count7 = b[p]
+        if _s23_count7 < 128:
             p += 1
-            _s21_count7 = (_s21_count7 >> 1) ^ -(_s21_count7 & 1)
+            _s23_count7 = (_s23_count7 >> 1) ^ -(_s23_count7 & 1)
         else:
-            _s21_count7, p = _long(b, p)
-    v2 = _s21_items6
-    _s21_items9 = []
-    _s21_count10 = b[p]
-    if _s21_count10 < 128:
+            _s23_count7, p = _long(b, p)
+    v2 = _s23_items6
+    _s23_items9 = []
+    _s23_count10 = b[p]
+    if _s23_count10 < 128:
         p += 1
-        _s21_count10 = (_s21_count10 >> 1) ^ -(_s21_count10 & 1)
+        _s23_count10 = (_s23_count10 >> 1) ^ -(_s23_count10 & 1)
     else:
-        _s21_count10, p = _long(b, p)
-    while _s21_count10:
-        if _s21_count10 < 0:
-            _s21_count10 = -_s21_count10
+        _s23_count10, p = _long(b, p)
+    while _s23_count10:
+        if _s23_count10 < 0:
+            _s23_count10 = -_s23_count10
             _, p = _long(b, p)
-        for _ in range(_s21_count10):
+        for _ in range(_s23_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3586,16 +3917,16 @@ def _s21_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item11 = b[p:e].decode('utf-8')
+            _s23_item11 = b[p:e].decode('utf-8')
             p = e
-            _s21_items9.append(_s21_item11)
-        _s21_count10 = b[p]
-        if _s21_count10 < 128:
+            _s23_items9.append(_s23_item11)
+        _s23_count10 = b[p]
+        if _s23_count10 < 128:
             p += 1
-            _s21_count10 = (_s21_count10 >> 1) ^ -(_s21_count10 & 1)
+            _s23_count10 = (_s23_count10 >> 1) ^ -(_s23_count10 & 1)
         else:
-            _s21_count10, p = _long(b, p)
-    v3 = _s21_items9
+            _s23_count10, p = _long(b, p)
+    v3 = _s23_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -3613,10 +3944,10 @@ def _s21_record5(bytes b, Py_ssize_t p):
     return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
 
 
-def _s21_record12(bytes b, Py_ssize_t p):
+def _s23_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count14
+    cdef long long _s23_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3631,18 +3962,18 @@ def _s21_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s21_items13 = []
-    _s21_count14 = b[p]
-    if _s21_count14 < 128:
+    _s23_items13 = []
+    _s23_count14 = b[p]
+    if _s23_count14 < 128:
         p += 1
-        _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
+        _s23_count14 = (_s23_count14 >> 1) ^ -(_s23_count14 & 1)
     else:
-        _s21_count14, p = _long(b, p)
-    while _s21_count14:
-        if _s21_count14 < 0:
-            _s21_count14 = -_s21_count14
+        _s23_count14, p = _long(b, p)
+    while _s23_count14:
+        if _s23_count14 < 0:
+            _s23_count14 = -_s23_count14
             _, p = _long(b, p)
-        for _ in range(_s21_count14):
+        for _ in range(_s23_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3654,20 +3985,20 @@ def _s21_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item15 = b[p:e].decode('utf-8')
+            _s23_item15 = b[p:e].decode('utf-8')
             p = e
-            _s21_items13.append(_s21_item15)
-        _s21_count14 = b[p]
-        if _s21_count14 < 128:
+            _s23_items13.append(_s23_item15)
+        _s23_count14 = b[p]
+        if _s23_count14 < 128:
             p += 1
-            _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
+            _s23_count14 = (_s23_count14 >> 1) ^ -(_s23_count14 & 1)
         else:
-            _s21_count14, p = _long(b, p)
-    v1 = _s21_items13
+            _s23_count14, p = _long(b, p)
+    v1 = _s23_items13
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s21_record16(bytes b, Py_ssize_t p):
+def _s23_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3677,7 +4008,7 @@ def _s21_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s21_const17[n >> 1]
+    v0 = _s23_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -3690,10 +4021,10 @@ def _s21_record16(bytes b, Py_ssize_t p):
     return {'strategy': v0, 'window_ms': v1, 'quorum': v2}, p
 
 
-def _s21_record18(bytes b, Py_ssize_t p):
+def _s23_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count20
+    cdef long long _s23_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3708,18 +4039,18 @@ def _s21_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s21_items19 = []
-    _s21_count20 = b[p]
-    if _s21_count20 < 128:
+    _s23_items19 = []
+    _s23_count20 = b[p]
+    if _s23_count20 < 128:
         p += 1
-        _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
+        _s23_count20 = (_s23_count20 >> 1) ^ -(_s23_count20 & 1)
     else:
-        _s21_count20, p = _long(b, p)
-    while _s21_count20:
-        if _s21_count20 < 0:
-            _s21_count20 = -_s21_count20
+        _s23_count20, p = _long(b, p)
+    while _s23_count20:
+        if _s23_count20 < 0:
+            _s23_count20 = -_s23_count20
             _, p = _long(b, p)
-        for _ in range(_s21_count20):
+        for _ in range(_s23_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3731,23 +4062,23 @@ def _s21_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item21 = b[p:e].decode('utf-8')
+            _s23_item21 = b[p:e].decode('utf-8')
             p = e
-            _s21_items19.append(_s21_item21)
-        _s21_count20 = b[p]
-        if _s21_count20 < 128:
+            _s23_items19.append(_s23_item21)
+        _s23_count20 = b[p]
+        if _s23_count20 < 128:
             p += 1
-            _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
+            _s23_count20 = (_s23_count20 >> 1) ^ -(_s23_count20 & 1)
         else:
-            _s21_count20, p = _long(b, p)
-    v1 = _s21_items19
+            _s23_count20, p = _long(b, p)
+    v1 = _s23_items19
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s21_record1(bytes b, Py_ssize_t p):
+def _s23_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count3
+    cdef long long _s23_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3874,27 +4205,27 @@ def _s21_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    _s21_items2 = []
-    _s21_count3 = b[p]
-    if _s21_count3 < 128:
+    _s23_items2 = []
+    _s23_count3 = b[p]
+    if _s23_count3 < 128:
         p += 1
-        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+        _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
     else:
-        _s21_count3, p = _long(b, p)
-    while _s21_count3:
-        if _s21_count3 < 0:
-            _s21_count3 = -_s21_count3
+        _s23_count3, p = _long(b, p)
+    while _s23_count3:
+        if _s23_count3 < 0:
+            _s23_count3 = -_s23_count3
             _, p = _long(b, p)
-        for _ in range(_s21_count3):
-            _s21_item4, p = _s21_record5(b, p)
-            _s21_items2.append(_s21_item4)
-        _s21_count3 = b[p]
-        if _s21_count3 < 128:
+        for _ in range(_s23_count3):
+            _s23_item4, p = _s23_record5(b, p)
+            _s23_items2.append(_s23_item4)
+        _s23_count3 = b[p]
+        if _s23_count3 < 128:
             p += 1
-            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+            _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
         else:
-            _s21_count3, p = _long(b, p)
-    v8 = _s21_items2
+            _s23_count3, p = _long(b, p)
+    v8 = _s23_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -3902,10 +4233,10 @@ def _s21_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v9 = None
     elif n == 2:
-        v9, p = _s21_record12(b, p)
+        v9, p = _s23_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v10, p = _s21_record16(b, p)
+    v10, p = _s23_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -3913,7 +4244,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s21_record18(b, p)
+        v11, p = _s23_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -3964,7 +4295,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'title': v6, 'region': v7, 'tasks': v8, 'planning': v9, 'consensus': v10, 'final_action': v11, 'deadline_ms': v12, 'token_budget': v13, 'submitted_by': v14}, p
 
 
-def _s22_record1(bytes b, Py_ssize_t p):
+def _s24_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4131,7 +4462,7 @@ def _s22_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'answer': v8, 'error': v9}, p
 
 
-def _s23_record1(bytes b, Py_ssize_t p):
+def _s25_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4318,10 +4649,10 @@ def _s23_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'reply_slot': v8, 'question': v9, 'mission_id': v10, 'task_id': v11}, p
 
 
-_s24_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
+_s26_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
 
 
-def _s24_record1(bytes b, Py_ssize_t p):
+def _s26_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4421,14 +4752,14 @@ def _s24_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v6 = _s24_const2[n >> 1]
+    v6 = _s26_const2[n >> 1]
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'phase': v6}, p
 
 
-def _s25_record5(bytes b, Py_ssize_t p):
+def _s27_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s25_count10, _s25_count7
+    cdef long long _s27_count10, _s27_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4456,18 +4787,18 @@ def _s25_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s25_items6 = []
-    _s25_count7 = b[p]
-    if _s25_count7 < 128:
+    _s27_items6 = []
+    _s27_count7 = b[p]
+    if _s27_count7 < 128:
         p += 1
-        _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
+        _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
     else:
-        _s25_count7, p = _long(b, p)
-    while _s25_count7:
-        if _s25_count7 < 0:
-            _s25_count7 = -_s25_count7
+        _s27_count7, p = _long(b, p)
+    while _s27_count7:
+        if _s27_count7 < 0:
+            _s27_count7 = -_s27_count7
             _, p = _long(b, p)
-        for _ in range(_s25_count7):
+        for _ in range(_s27_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4479,28 +4810,28 @@ def _s25_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s25_item8 = b[p:e].decode('utf-8')
+            _s27_item8 = b[p:e].decode('utf-8')
             p = e
-            _s25_items6.append(_s25_item8)
-        _s25_count7 = b[p]
-        if _s25_count7 < 128:
+            _s27_items6.append(_s27_item8)
+        _s27_count7 = b[p]
+        if _s27_count7 < 128:
             p += 1
-            _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
+            _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
         else:
-            _s25_count7, p = _long(b, p)
-    v2 = _s25_items6
-    _s25_items9 = []
-    _s25_count10 = b[p]
-    if _s25_count10 < 128:
+            _s27_count7, p = _long(b, p)
+    v2 = _s27_items6
+    _s27_items9 = []
+    _s27_count10 = b[p]
+    if _s27_count10 < 128:
         p += 1
-        _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
+        _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
     else:
-        _s25_count10, p = _long(b, p)
-    while _s25_count10:
-        if _s25_count10 < 0:
-            _s25_count10 = -_s25_count10
+        _s27_count10, p = _long(b, p)
+    while _s27_count10:
+        if _s27_count10 < 0:
+            _s27_count10 = -_s27_count10
             _, p = _long(b, p)
-        for _ in range(_s25_count10):
+        for _ in range(_s27_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4512,16 +4843,16 @@ def _s25_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s25_item11 = b[p:e].decode('utf-8')
+            _s27_item11 = b[p:e].decode('utf-8')
             p = e
-            _s25_items9.append(_s25_item11)
-        _s25_count10 = b[p]
-        if _s25_count10 < 128:
+            _s27_items9.append(_s27_item11)
+        _s27_count10 = b[p]
+        if _s27_count10 < 128:
             p += 1
-            _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
+            _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
         else:
-            _s25_count10, p = _long(b, p)
-    v3 = _s25_items9
+            _s27_count10, p = _long(b, p)
+    v3 = _s27_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -4539,10 +4870,10 @@ def _s25_record5(bytes b, Py_ssize_t p):
     return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
 
 
-def _s25_record1(bytes b, Py_ssize_t p):
+def _s27_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s25_count3
+    cdef long long _s27_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4634,31 +4965,31 @@ def _s25_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v5 = b[p:e].decode('utf-8')
     p = e
-    _s25_items2 = []
-    _s25_count3 = b[p]
-    if _s25_count3 < 128:
+    _s27_items2 = []
+    _s27_count3 = b[p]
+    if _s27_count3 < 128:
         p += 1
-        _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
+        _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
     else:
-        _s25_count3, p = _long(b, p)
-    while _s25_count3:
-        if _s25_count3 < 0:
-            _s25_count3 = -_s25_count3
+        _s27_count3, p = _long(b, p)
+    while _s27_count3:
+        if _s27_count3 < 0:
+            _s27_count3 = -_s27_count3
             _, p = _long(b, p)
-        for _ in range(_s25_count3):
-            _s25_item4, p = _s25_record5(b, p)
-            _s25_items2.append(_s25_item4)
-        _s25_count3 = b[p]
-        if _s25_count3 < 128:
+        for _ in range(_s27_count3):
+            _s27_item4, p = _s27_record5(b, p)
+            _s27_items2.append(_s27_item4)
+        _s27_count3 = b[p]
+        if _s27_count3 < 128:
             p += 1
-            _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
+            _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
         else:
-            _s25_count3, p = _long(b, p)
-    v6 = _s25_items2
+            _s27_count3, p = _long(b, p)
+    v6 = _s27_items2
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'tasks': v6}, p
 
 
-def _s26_record1(bytes b, Py_ssize_t p):
+def _s28_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4771,13 +5102,13 @@ def _s26_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'target': v5, 'ground_truth_version': v6}, p
 
 
-_s27_const2 = ('WORK', 'PLAN', 'FINAL')
+_s29_const2 = ('WORK', 'PLAN', 'FINAL')
 
 
-def _s27_record1(bytes b, Py_ssize_t p):
+def _s29_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s27_count4, _s27_count7
+    cdef long long _s29_count4, _s29_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4902,7 +5233,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s27_const2[n >> 1]
+    v9 = _s29_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4938,18 +5269,18 @@ def _s27_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s27_items3 = {}
-    _s27_count4 = b[p]
-    if _s27_count4 < 128:
+    _s29_items3 = {}
+    _s29_count4 = b[p]
+    if _s29_count4 < 128:
         p += 1
-        _s27_count4 = (_s27_count4 >> 1) ^ -(_s27_count4 & 1)
+        _s29_count4 = (_s29_count4 >> 1) ^ -(_s29_count4 & 1)
     else:
-        _s27_count4, p = _long(b, p)
-    while _s27_count4:
-        if _s27_count4 < 0:
-            _s27_count4 = -_s27_count4
+        _s29_count4, p = _long(b, p)
+    while _s29_count4:
+        if _s29_count4 < 0:
+            _s29_count4 = -_s29_count4
             _, p = _long(b, p)
-        for _ in range(_s27_count4):
+        for _ in range(_s29_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4961,7 +5292,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_key5 = b[p:e].decode('utf-8')
+            _s29_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -4974,27 +5305,27 @@ def _s27_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_items3[_s27_key5] = b[p:e].decode('utf-8')
+            _s29_items3[_s29_key5] = b[p:e].decode('utf-8')
             p = e
-        _s27_count4 = b[p]
-        if _s27_count4 < 128:
+        _s29_count4 = b[p]
+        if _s29_count4 < 128:
             p += 1
-            _s27_count4 = (_s27_count4 >> 1) ^ -(_s27_count4 & 1)
+            _s29_count4 = (_s29_count4 >> 1) ^ -(_s29_count4 & 1)
         else:
-            _s27_count4, p = _long(b, p)
-    v14 = _s27_items3
-    _s27_items6 = []
-    _s27_count7 = b[p]
-    if _s27_count7 < 128:
+            _s29_count4, p = _long(b, p)
+    v14 = _s29_items3
+    _s29_items6 = []
+    _s29_count7 = b[p]
+    if _s29_count7 < 128:
         p += 1
-        _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+        _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
     else:
-        _s27_count7, p = _long(b, p)
-    while _s27_count7:
-        if _s27_count7 < 0:
-            _s27_count7 = -_s27_count7
+        _s29_count7, p = _long(b, p)
+    while _s29_count7:
+        if _s29_count7 < 0:
+            _s29_count7 = -_s29_count7
             _, p = _long(b, p)
-        for _ in range(_s27_count7):
+        for _ in range(_s29_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5006,16 +5337,16 @@ def _s27_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_item8 = b[p:e].decode('utf-8')
+            _s29_item8 = b[p:e].decode('utf-8')
             p = e
-            _s27_items6.append(_s27_item8)
-        _s27_count7 = b[p]
-        if _s27_count7 < 128:
+            _s29_items6.append(_s29_item8)
+        _s29_count7 = b[p]
+        if _s29_count7 < 128:
             p += 1
-            _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+            _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
         else:
-            _s27_count7, p = _long(b, p)
-    v15 = _s27_items6
+            _s29_count7, p = _long(b, p)
+    v15 = _s29_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -5026,7 +5357,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'kind': v9, 'agent_id': v10, 'slot': v11, 'score': v12, 'prompt': v13, 'inputs': v14, 'required_capabilities': v15, 'max_steps': v16}, p
 
 
-def _s28_record1(bytes b, Py_ssize_t p):
+def _s30_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5176,7 +5507,7 @@ def _s28_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
 
 
-def _s29_record1(bytes b, Py_ssize_t p):
+def _s31_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5356,10 +5687,10 @@ def _s29_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'output': v10, 'confidence': v11, 'steps': v12, 'prompt_tokens': v13, 'completion_tokens': v14, 'latency_ms': v15}, p
 
 
-_s30_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s32_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s30_record1(bytes b, Py_ssize_t p):
+def _s32_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5499,7 +5830,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s30_const2[n >> 1]
+    v10 = _s32_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5566,10 +5897,10 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'failure': v10, 'detail': v11, 'raw_output': v12, 'steps': v13, 'prompt_tokens': v14, 'completion_tokens': v15, 'latency_ms': v16}, p
 
 
-def _s31_record1(bytes b, Py_ssize_t p):
+def _s33_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s31_count3
+    cdef long long _s33_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5688,18 +6019,18 @@ def _s31_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s31_items2 = []
-    _s31_count3 = b[p]
-    if _s31_count3 < 128:
+    _s33_items2 = []
+    _s33_count3 = b[p]
+    if _s33_count3 < 128:
         p += 1
-        _s31_count3 = (_s31_count3 >> 1) ^ -(_s31_count3 & 1)
+        _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
     else:
-        _s31_count3, p = _long(b, p)
-    while _s31_count3:
-        if _s31_count3 < 0:
-            _s31_count3 = -_s31_count3
+        _s33_count3, p = _long(b, p)
+    while _s33_count3:
+        if _s33_count3 < 0:
+            _s33_count3 = -_s33_count3
             _, p = _long(b, p)
-        for _ in range(_s31_count3):
+        for _ in range(_s33_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5711,16 +6042,16 @@ def _s31_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s31_item4 = b[p:e].decode('utf-8')
+            _s33_item4 = b[p:e].decode('utf-8')
             p = e
-            _s31_items2.append(_s31_item4)
-        _s31_count3 = b[p]
-        if _s31_count3 < 128:
+            _s33_items2.append(_s33_item4)
+        _s33_count3 = b[p]
+        if _s33_count3 < 128:
             p += 1
-            _s31_count3 = (_s31_count3 >> 1) ^ -(_s31_count3 & 1)
+            _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
         else:
-            _s31_count3, p = _long(b, p)
-    v9 = _s31_items2
+            _s33_count3, p = _long(b, p)
+    v9 = _s33_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -5737,7 +6068,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'required_capabilities': v9, 'reason': v10}, p
 
 
-def _s32_record1(bytes b, Py_ssize_t p):
+def _s34_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5887,7 +6218,7 @@ def _s32_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'from_agent_id': v9, 'reason': v10}, p
 
 
-def _s33_record1(bytes b, Py_ssize_t p):
+def _s35_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6037,7 +6368,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
 
 
-def _s34_record1(bytes b, Py_ssize_t p):
+def _s36_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6216,7 +6547,7 @@ def _s34_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'succeeded': v10, 'output': v11, 'malformed': v12, 'tokens': v13, 'latency_ms': v14, 'stale': v15}, p
 
 
-def _s35_record1(bytes b, Py_ssize_t p):
+def _s37_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6369,10 +6700,10 @@ def _s35_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'ground_truth_version': v10}, p
 
 
-_s36_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s38_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s36_record1(bytes b, Py_ssize_t p):
+def _s38_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6519,7 +6850,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s36_const2[n >> 1]
+    v11 = _s38_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6550,7 +6881,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'step': v10, 'action': v11, 'content': v12, 'prompt_tokens': v13, 'completion_tokens': v14}, p
 
 
-def _s37_record1(bytes b, Py_ssize_t p):
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6718,7 +7049,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'generation_id': v6, 'prompt_tokens': v7, 'completion_tokens': v8, 'mission_id': v9, 'task_id': v10}, p
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6878,7 +7209,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9, 'reason': v10}, p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7016,7 +7347,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9}, p
 
 
-def _s40_record5(bytes b, Py_ssize_t p):
+def _s42_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7062,10 +7393,10 @@ def _s40_record5(bytes b, Py_ssize_t p):
     return {'candidate_id': v0, 'agent_id': v1, 'output': v2}, p
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s40_count3
+    cdef long long _s42_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7190,27 +7521,27 @@ def _s40_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s40_items2 = []
-    _s40_count3 = b[p]
-    if _s40_count3 < 128:
+    _s42_items2 = []
+    _s42_count3 = b[p]
+    if _s42_count3 < 128:
         p += 1
-        _s40_count3 = (_s40_count3 >> 1) ^ -(_s40_count3 & 1)
+        _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
     else:
-        _s40_count3, p = _long(b, p)
-    while _s40_count3:
-        if _s40_count3 < 0:
-            _s40_count3 = -_s40_count3
+        _s42_count3, p = _long(b, p)
+    while _s42_count3:
+        if _s42_count3 < 0:
+            _s42_count3 = -_s42_count3
             _, p = _long(b, p)
-        for _ in range(_s40_count3):
-            _s40_item4, p = _s40_record5(b, p)
-            _s40_items2.append(_s40_item4)
-        _s40_count3 = b[p]
-        if _s40_count3 < 128:
+        for _ in range(_s42_count3):
+            _s42_item4, p = _s42_record5(b, p)
+            _s42_items2.append(_s42_item4)
+        _s42_count3 = b[p]
+        if _s42_count3 < 128:
             p += 1
-            _s40_count3 = (_s40_count3 >> 1) ^ -(_s40_count3 & 1)
+            _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
         else:
-            _s40_count3, p = _long(b, p)
-    v9 = _s40_items2
+            _s42_count3, p = _long(b, p)
+    v9 = _s42_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7221,10 +7552,10 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'slot': v8, 'candidates': v9, 'deadline_at': v10}, p
 
 
-_s41_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s43_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7350,11 +7681,11 @@ def _s41_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s41_const2[n >> 1]
+    v8 = _s43_const2[n >> 1]
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'wait_id': v5, 'waiter_agent_id': v6, 'waits_for_agent_id': v7, 'outcome': v8}, p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s44_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7533,36 +7864,38 @@ READERS = {
     '90bf6d8bb6e680ba': _s8_record1,  # BudgetRestored v1
     '8f20c658d3b68def': _s9_record1,  # ConsensusReached v1
     'e51e875b3586a387': _s10_record1,  # ConsensusTimedOut v1
-    'c7e536f146ac3037': _s11_record1,  # DeadLetterRecorded v1
-    '82aacfdf848e50fa': _s12_record1,  # DeadlockBroken v1
-    'c76a9ea2a129a127': _s13_record1,  # DeadlockDetected v1
-    '181a60cb1bb324f6': _s14_record1,  # DrainRequested v1
-    '87d05f1bd584c8d0': _s15_record1,  # ExperienceRecorded v1
-    '6d8cb406b76aacfe': _s16_record1,  # GroundTruthUpdated v1
-    '222c80c25527f4c4': _s17_record1,  # MissionAccepted v1
-    '08a112dec197e40b': _s18_record1,  # MissionCompleted v1
-    '1c588229657689b0': _s19_record1,  # MissionFailed v1
-    'd649fedb5b1aba1e': _s20_record1,  # MissionRejected v1
-    'd091a1efb68bdc71': _s21_record1,  # MissionSubmitted v1
-    'b1c4decffcb93029': _s22_record1,  # PeerAnswered v1
-    '8a9fdeb7e367cb72': _s23_record1,  # PeerQuestion v1
-    'ef58c438337eea71': _s24_record1,  # PhaseStarted v1
-    '92c08abb1c193b8b': _s25_record1,  # PlanAdopted v1
-    '408ae9cb1b660725': _s26_record1,  # ResyncRequested v1
-    '863cce9607afcb40': _s27_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s28_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s29_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s30_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s31_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s32_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s33_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s34_record1,  # TaskResultRecorded v1
-    'e6a663f565b98225': _s35_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s36_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s37_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s38_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s39_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s40_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s41_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s42_record1,  # WaitStarted v1
+    '580d6d18a721e62d': _s11_record1,  # CoordinatorAnnounced v1
+    'c7e536f146ac3037': _s12_record1,  # DeadLetterRecorded v1
+    '82aacfdf848e50fa': _s13_record1,  # DeadlockBroken v1
+    'c76a9ea2a129a127': _s14_record1,  # DeadlockDetected v1
+    '181a60cb1bb324f6': _s15_record1,  # DrainRequested v1
+    '87d05f1bd584c8d0': _s16_record1,  # ExperienceRecorded v1
+    '6d8cb406b76aacfe': _s17_record1,  # GroundTruthUpdated v1
+    '3ff73efd2b119764': _s18_record1,  # JournalRecordsSkipped v1
+    '222c80c25527f4c4': _s19_record1,  # MissionAccepted v1
+    '08a112dec197e40b': _s20_record1,  # MissionCompleted v1
+    '1c588229657689b0': _s21_record1,  # MissionFailed v1
+    'd649fedb5b1aba1e': _s22_record1,  # MissionRejected v1
+    'd091a1efb68bdc71': _s23_record1,  # MissionSubmitted v1
+    'b1c4decffcb93029': _s24_record1,  # PeerAnswered v1
+    '8a9fdeb7e367cb72': _s25_record1,  # PeerQuestion v1
+    'ef58c438337eea71': _s26_record1,  # PhaseStarted v1
+    '92c08abb1c193b8b': _s27_record1,  # PlanAdopted v1
+    '408ae9cb1b660725': _s28_record1,  # ResyncRequested v1
+    '863cce9607afcb40': _s29_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s30_record1,  # TaskCancelled v1
+    '14d84a52e182c131': _s31_record1,  # TaskCompleted v1
+    'cbb1794a558181c4': _s32_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s33_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s34_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s35_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s36_record1,  # TaskResultRecorded v1
+    'e6a663f565b98225': _s37_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s38_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s39_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s40_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s41_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s42_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s43_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s44_record1,  # WaitStarted v1
 }

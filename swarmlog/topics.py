@@ -43,7 +43,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
                   ("MissionAccepted", "MissionRejected", "PhaseStarted", "TaskQueued", "TaskAssigned",
                    "TaskReassigned", "TaskCancelled", "TaskResultRecorded", "AgentEnlisted", "AgentDelisted",
                    "AgentThrottleNoted", "VoteRequested", "VoteRecorded", "PlanAdopted", "ConsensusReached", "ConsensusTimedOut",
-                   "MissionCompleted", "MissionFailed", "DeadlockBroken"),
+                   "MissionCompleted", "MissionFailed", "DeadlockBroken", "JournalRecordsSkipped"),
                   "The coordinators' decisions, one partition per region; their state is its fold."),
         TopicSpec("swarm.agents.inbox", "agent_id", settings.inbox_partitions, "delete", 7 * DAY_MS,
                   ("coordinator", "agent"),

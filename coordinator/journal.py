@@ -1,0 +1,113 @@
+"""One region's journal partition folded by offset: the state, the records that did not decode, and the repairs.
+
+A record that does not decode is never guessed at: it is noted as `Unreadable`, and the fold goes on. Whether that is
+acceptable is decided once the whole partition is read: a `JournalRecordsSkipped` event (written by
+`swarmlog coordinator repair`) records offsets an operator found undecodable and chose to pass over. It covers only
+offsets before its own, and only records that do not decode: a record that decodes is always folded, so a repair
+can never erase a decision that was acted on. `Folded.unresolved` is what is left; a coordinator refuses to start
+while it is not empty, and status and replay report it.
+
+Pure: the shell decodes records and hands this module events or the reason they did not decode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from swarmlog.coordinator.evolve import evolve
+from swarmlog.coordinator.state import State
+from swarmlog.schemas.events import Event
+
+SKIPPED = "JournalRecordsSkipped"
+"""The repair event: offsets of undecodable journal records to pass over, with the operator and the reason."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A journal record that did not decode, at its offset, with the decoder's reason."""
+
+    offset: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Skip:
+    """A recorded repair: the undecodable records at `offsets` (all before `at`) are passed over."""
+
+    at: int
+    offsets: frozenset[int]
+    reason: str
+    operator: str
+
+    def describe(self) -> str:
+        """One line for reports: where the repair is, who made it and why."""
+        return f"skipped by the repair at offset {self.at} ({self.operator}: {self.reason})"
+
+
+def skip_of(event: Event, offset: int) -> Skip | None:
+    """The repair a journal event at `offset` records (offsets at or after its own ignored), or None."""
+    if event.name != SKIPPED:
+        return None
+    data = event.data
+    return Skip(offset, frozenset(o for o in data["offsets"] if 0 <= o < offset), data["reason"], data["operator"])
+
+
+def covering(skips: Iterable[Skip], offset: int) -> Skip | None:
+    """The first repair that passes over the record at `offset`, or None."""
+    return next((skip for skip in skips if offset in skip.offsets), None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a journal partition was read: the cluster's id, the partition, and the first offset its log held."""
+
+    cluster_id: str | None
+    partition: int
+    log_start: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Folded:
+    """A prefix of one region's journal, folded: recovery and the live loop advance it with the same `fold`.
+
+    `offset` is the last offset read, `tip` the (offset, event id) of the last event that decoded, `last` the events
+    of the last decision (their inbox messages are re-sent after a crash on brokers without transactions).
+    """
+
+    state: State
+    clock: int = 0
+    offset: int = -1
+    last: tuple[Event, ...] = ()
+    tip: tuple[int, str] | None = None
+    skips: tuple[Skip, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()
+    origin: Origin | None = None
+
+    def fold(self, event: Event, offset: int) -> Folded:
+        """After one more journal event at `offset`: clock = the latest occurred_at, last = its decision's events.
+
+        A repair changes no state and is not a decision: it only adds to `skips`."""
+        tip = (offset, event.event_id)
+        skip = skip_of(event, offset)
+        if skip is not None:
+            return Folded(self.state, max(self.clock, event.occurred_at_ms), offset, self.last, tip,
+                          (*self.skips, skip), self.unreadable, self.origin)
+        same = bool(self.last) and self.last[-1].data["causation_id"] == event.data["causation_id"]
+        return Folded(evolve(self.state, event), max(self.clock, event.occurred_at_ms), offset,
+                      (*self.last, event) if same else (event,), tip, self.skips, self.unreadable, self.origin)
+
+    def pass_over(self, offset: int, reason: str) -> Folded:
+        """After a record at `offset` that did not decode: noted, nothing guessed."""
+        return dataclasses.replace(self, offset=offset, unreadable=(*self.unreadable, Unreadable(offset, reason)))
+
+    @property
+    def unresolved(self) -> tuple[Unreadable, ...]:
+        """The undecodable records no repair passes over: while there are any, the journal is not to be trusted."""
+        return tuple(record for record in self.unreadable if covering(self.skips, record.offset) is None)
+
+    @property
+    def skipped(self) -> Mapping[int, Skip]:
+        """The undecodable records a repair passes over, by offset, with that repair."""
+        return {record.offset: skip for record in self.unreadable
+                if (skip := covering(self.skips, record.offset)) is not None}
