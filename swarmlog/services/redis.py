@@ -25,4 +25,4 @@ def run_redis(timeout_s: float = 20.0) -> Iterator[Redis]:
             argv, name="redis-server", log=Path(tmp) / "redis.log", ready=lambda: redis_answers(url),
             timeout_s=timeout_s, cwd=Path(tmp),
         ) as redis:
-            yield Redis(url=url, pid=redis.pid)
+            yield Redis(url=url, child=redis)

@@ -45,4 +45,4 @@ def run_tansu(timeout_s: float = 30.0) -> Iterator[Broker]:
             argv, name="Tansu", log=Path(tmp) / "tansu.log", ready=lambda: kafka_answers(bootstrap),
             timeout_s=timeout_s, cwd=Path(tmp),
         ) as broker:
-            yield Broker(kind="tansu", bootstrap=bootstrap, supports_transactions=False, pid=broker.pid)
+            yield Broker(kind="tansu", bootstrap=bootstrap, supports_transactions=False, child=broker)
