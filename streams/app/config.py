@@ -93,6 +93,8 @@ class StreamsConfig:
             "topic_partitions": settings.default_partitions,
             "topic_replication_factor": settings.replication_factor,
             "processing_guarantee": self.guarantee,
+            # As large as the topics' messages: a dead letter is cut to fit this (swarmlog.kafka.records.fitted).
+            "producer_max_request_size": settings.max_message_bytes,
             "key_serializer": "raw",
             "value_serializer": "raw",
             "web_enabled": False,

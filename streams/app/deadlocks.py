@@ -27,6 +27,9 @@ from .tables import fold_table
 
 WAITS = "swarm.waits"
 ALERTS = "swarm.alerts"
+WAIT_EVENTS = ("WaitStarted", "WaitEnded")
+"""What the one-partition topic carries: only the inputs of swarm.waits are forwarded (anything else there, such as a
+DeadlockDetected that would mark a cycle reported before it closes, is dead-lettered by the forwarder)."""
 FORWARD_KEY = "graph"
 """The key of every record on the one-partition topic."""
 VERSION = "version"
@@ -51,6 +54,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
     table = fold_table(app, "waitgraph", partitions=1)
     global_waits = raw_topic(app, global_waits_topic(config), partitions=1, internal=True)
+    io.carries(global_waits_topic(config), WAIT_EVENTS)
 
     async def forward(stream: faust.StreamT) -> None:
         async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):

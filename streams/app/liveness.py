@@ -33,14 +33,13 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 
     async def fold(stream: faust.StreamT) -> None:
-        async for record, event in io.decoded(stream):
+        async for _, event in io.decoded(stream, progress):  # every record counts, dead-lettered ones too
             agent_id = event.data["agent_id"]
             before = table.get(agent_id)
             after = evolve_agent(before, event)
             if after is not None and after != before:
                 table[agent_id] = after
             in_flight.discard(event.event_id)
-            progress.processed(record.message.tp, record.message.offset)
 
     async def declare_deaths() -> None:
         if not progress.caught_up():

@@ -70,7 +70,7 @@ def assert_dead_lettered_once(client: Client, worker: Worker, garbage_at: dict[C
     client.read(DEADLETTER, lambda e: origin(e) in watched, until=lambda found: len(found) >= len(garbage_at),
                 timeout_s=15)
     letters = client.read(DEADLETTER, lambda e: origin(e) in watched, until=lambda _: False, timeout_s=2)
-    assert Counter(origin(letter) for letter in letters) == Counter(garbage_at)
+    assert Counter(origin(letter) for letter in letters) == dict.fromkeys(garbage_at, 1)
     for letter in letters:
         kind = garbage_at[origin(letter)]
         assert letter.data["error_type"] == ("NotAnInput" if kind == "another kind of event" else "DecodeError"), kind
@@ -134,8 +134,8 @@ def test_a_throttle_ends_at_its_window_although_garbage_came_after_it(worker, cl
     early = now_event("BudgetRestored", agent_id=agent, window_start=from_millis(window_end))
     garbage_at = send_garbage(client, USAGE, agent, usage, early)
     garbage_at |= send_garbage(client, CONTROL, agent, exceeded, usage)
-    found = client.read(CONTROL, lambda e: e.data.get("agent_id") == agent, until=lambda e: len(e) >= 2,
-                        timeout_s=WINDOW_MS / 1000 + TIMER_SLACK_MS / 1000 + 2)
+    found = client.read(CONTROL, lambda e: e.name.startswith("Budget") and e.data["agent_id"] == agent,
+                        until=lambda e: len(e) >= 2, timeout_s=WINDOW_MS / 1000 + TIMER_SLACK_MS / 1000 + 2)
     assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
     assert window_end <= found[1].occurred_at_ms <= window_end + TIMER_SLACK_MS
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
