@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.events import Event, to_millis
 
 TaskKey = tuple[str, str, int, int]  # mission_id, task_id, replica, attempt
 CLOSING = ("TaskCompleted", "TaskFailed", "TaskReleased")
@@ -164,8 +164,13 @@ def addressee(event: Event) -> str | None:
 
 
 def decide(command: Receive, state: AgentState) -> Decision | Rejected:
-    """Start a new task, resume an interrupted one, skip a closed one, close a cancelled one, vote once."""
+    """Start a new task, resume an interrupted one, skip a closed one, close a cancelled one, vote once in time.
+
+    Events for another agent sharing the slot are not this agent's business; an event that names no agent, or is
+    not a command, is rejected (dead-lettered by the shell)."""
     event = command.event
+    if addressee(event) is None:
+        return Rejected(f"{event.name} is not an inbox command")
     if addressee(event) != state.agent_id:
         return Decision()
     if event.name == "TaskAssigned":
@@ -179,7 +184,8 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
                               prompt_tokens=0, completion_tokens=0, latency_ms=0),))
     if event.name == "VoteRequested":
         ballot = Ballot.of(event)
-        return Decision() if ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
+        late = to_millis(event.data["deadline_at"]) <= command.now_ms  # e.g. read again from the log start
+        return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
     if event.name == "PeerQuestion":
         return Decision(effects=(Reply(Question.of(event)),))
     if event.name == "PeerAnswered":

@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import logging
 import time
+import uuid
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,14 +25,14 @@ from swarmlog.actors.domain import Ballot, Order, Question, Receive, Rejected, R
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
-from swarmlog.actors.recovery import recover
+from swarmlog.actors.recovery import cluster_id, recover
 from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_schema, cast, experience, model_error,
                                    question, released, reply, reply_prompt, reply_schema, taken, wait_ended)
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
@@ -43,12 +44,13 @@ from swarmlog.topics import catalog
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
 REGISTRY_TOPIC = "swarm.agents.registry"
+CONTROL_EVENTS = ("DrainRequested", "ResyncRequested", "BudgetExceeded", "BudgetRestored")
 RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
 
 
 class RejectedCommand(SwarmlogError):
-    """An inbox record that decodes but is not something this agent can act on."""
+    """An inbox or control record that decodes but is not something this agent can act on."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Agent:
         self._resync_now = asyncio.Event()
         self._waits: dict[str, asyncio.Future[Event]] = {}  # wait id -> the PeerAnswered it waits on
         self._deferred: collections.deque = collections.deque()  # inbox records read while busy, not handled yet
+        self._failed: Exception | None = None  # what broke an effect; the agent stops then, instead of staying BUSY
 
     def stop(self) -> None:
         """Begin draining: finish the current step, release an unfinished task, deregister."""
@@ -110,14 +113,24 @@ class Agent:
                 await consumer.start()
                 self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings), store
                 self._memory = memory
-                tasks = await self._partitions(TASKS_TOPIC)
+                tasks, control = await self._partitions(TASKS_TOPIC), await self._partitions(CONTROL_TOPIC)
                 started = time.monotonic()
-                self._checkpoint = await recover(consumer, self._codec, self._config.agent_id, self._inbox, tasks,
-                                                 store.load(self._config.agent_id))
+                self._checkpoint, stale = await recover(consumer, self._codec, self._config.agent_id, self._inbox,
+                                                        tasks, control, store.load(self._config.agent_id),
+                                                        await cluster_id(consumer))
+                if stale is not None:
+                    log.warning("agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (task and "
+                                "budget events, and inbox %d, from the log start). Nothing is lost or redone; if this "
+                                "is the wrong broker, stop the agent and give it the right --bootstrap",
+                                self._config.agent_id, store.path, stale, self._checkpoint.inbox)
                 self._sensor.on_recovered("agent", time.monotonic() - started)
                 store.save(self._checkpoint)
                 registry = await self._partitions(REGISTRY_TOPIC) if self._config.ask_peers else []
-                await self._serve(consumer, await self._partitions(CONTROL_TOPIC), registry)
+                await self._serve(consumer, control, registry)
+                if self._failed is not None:
+                    raise SwarmlogError(f"agent {self._config.agent_id} stopped because a command's effect failed "
+                                        f"({type(self._failed).__name__}: {self._failed}); start it again: it resumes "
+                                        "from its last checkpoint") from self._failed
         finally:
             await consumer.stop()
             store.close()
@@ -133,8 +146,8 @@ class Agent:
         consumer.seek(self._inbox, self._checkpoint.inbox)
         if registry:
             await consumer.seek_to_beginning(*registry)  # the peer directory is the fold of the whole registry
-        for tp, end in (await consumer.end_offsets(control)).items():
-            consumer.seek(tp, end)  # resolved now, not at the first fetch, so no control event after this is missed
+        for tp in control:  # where recovery's fold ended: no control event after it is missed, none before is obeyed
+            consumer.seek(tp, self._checkpoint.control[tp.partition])
         self._consumer = consumer
         self._gate()
         await self._resync()  # before registering, so the first task already sees the current ground truth
@@ -169,15 +182,12 @@ class Agent:
 
     async def _command(self, record) -> None:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
-        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        event = await self._decoded(record)
         if event is None:
-            self._decode_failed(record.topic)
             return self._save(record.offset + 1)
         decision = decide(Receive(event, now_ms(), self._truth.version), self._checkpoint.state)
         if isinstance(decision, Rejected):
-            await self._producer.send(DEAD_LETTER_TOPIC, dead_letter(record, RejectedCommand(decision.reason), self._name),
-                                      key=record.topic)
-            self._sensor.on_produced(DEAD_LETTER_TOPIC)
+            await self._dead_letter(record, RejectedCommand(decision.reason))
             return self._save(record.offset + 1)
         await self._write(decision.events)
         if not decision.effects:
@@ -193,8 +203,19 @@ class Agent:
         self._gate()
 
     async def _then_checkpoint(self, work, next_offset: int) -> None:
-        """Run an effect, then checkpoint past its command, handle what was read meanwhile, and take the next one."""
-        await work
+        """Run an effect, then checkpoint past its command, handle what was read meanwhile, and take the next one.
+
+        An effect that fails anyway (a bug, a broker gone for longer than the producer retries) stops the agent without
+        checkpointing past the command, so that a restart takes it up again; it never leaves the agent BUSY for good
+        while its heartbeats say it is alive."""
+        try:
+            await work
+        except Exception as exc:
+            log.exception("agent %s: the effect of inbox offset %d failed; stopping", self._config.agent_id,
+                          next_offset - 1)
+            self._failed, self._busy = exc, None
+            self.stop()
+            return
         self._save(next_offset)
         self._busy = None
         while self._deferred and self._busy is None:
@@ -214,10 +235,16 @@ class Agent:
             self._deferred.append(record)
 
     def _registry(self, record) -> None:
-        """Fold a registry record into the peer directory (the coordinator dead-letters undecodable ones)."""
+        """Fold a registry record into the peer directory; skip one it cannot decode.
+
+        Only a component that consumes a topic for its effects writes that topic's dead letters: the registry's is
+        the coordinator, which enlists agents from it. The agent reads the registry for a directory of peers, from the
+        beginning at every start, so dead-lettering here would write each bad record again at every start of every
+        agent that asks peers."""
         try:
             event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
         except DecodeError:
+            self._sensor.on_decode_failure(record.topic)
             return
         self._peers = evolve_peers(self._peers, event)
 
@@ -241,8 +268,7 @@ class Agent:
                 log.exception("brain failed on %s", order.task_id)
                 events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
             else:
-                events, run = advance(run, generation.text, Usage(generation.prompt_tokens,
-                                                                  generation.completion_tokens, now_ms()))
+                events, run = advance(run, generation.text, self._usage(generation))
             step = taken(events)
             action = step.data["action"].lower() if step is not None else None
             if action == REMEMBER:
@@ -296,8 +322,7 @@ class Agent:
         except Exception as exc:  # the asker still gets an answer: an error, so it does not wait in vain
             log.exception("brain failed on question %s", asked.question_id)
             generation = Generation(f"model error: {type(exc).__name__}: {exc}", 0, 0)
-        used, answered = reply(asked, self._config.agent_id, generation.text,
-                               Usage(generation.prompt_tokens, generation.completion_tokens, now_ms()))
+        used, answered = reply(asked, self._config.agent_id, generation.text, self._usage(generation))
         await self._write([used])
         await self._outbox.deliver(answered, asked.reply_slot)
         self._sensor.on_produced(INBOX_TOPIC)
@@ -307,16 +332,31 @@ class Agent:
         return tuple(hit.content for hit in await self._memory.recall(query, RECALLED))
 
     async def _vote(self, ballot: Ballot) -> None:
-        """Have the model choose a candidate, constrained to the ballot's ids."""
-        generation = await self._brain.generate(ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens)
-        await self._write(cast(ballot, self._config.agent_id, generation.text,
-                               Usage(generation.prompt_tokens, generation.completion_tokens, now_ms())))
+        """Have the model choose a candidate, constrained to the ballot's ids; abstain when the model fails."""
+        try:
+            generation = await self._brain.generate(ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens)
+        except Exception:  # as with malformed output: no VoteCast; the ballot closes on the votes that came
+            log.exception("brain failed on ballot %s; agent %s abstains", ballot.ballot_id, self._config.agent_id)
+            return
+        await self._write(cast(ballot, self._config.agent_id, generation.text, self._usage(generation)))
+
+    @staticmethod
+    def _usage(generation: Generation) -> Usage:
+        """What a generation cost, now, under a name of its own (so a retried step's tokens count again)."""
+        return Usage(generation.prompt_tokens, generation.completion_tokens, now_ms(), uuid.uuid4().hex[:12])
 
     async def _control(self, record) -> None:
-        """Budget events throttle and restore this agent; a drain request stops it."""
-        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        """Budget events throttle and restore this agent; a drain request stops it; anything else is skipped (and
+        dead-lettered when it is meant for this agent). Its position is saved with the next checkpoint."""
+        self._checkpoint = dataclasses.replace(self._checkpoint,
+                                               control=self._checkpoint.control | {record.partition: record.offset + 1})
+        event = await self._decoded(record)
         if event is None:
-            return self._decode_failed(record.topic)
+            return
+        if event.name not in CONTROL_EVENTS:
+            if self._mine(record):
+                await self._dead_letter(record, RejectedCommand(f"{event.name} is not a control event"))
+            return
         if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
             self.stop()
         elif event.name == "ResyncRequested" and event.data["target"] in (self._config.agent_id, "*"):
@@ -412,13 +452,38 @@ class Agent:
                 self._sensor.on_task_finished(event.data["latency_ms"] / 1000)
         return written
 
-    def _decode_failed(self, topic: str) -> None:
-        """An undecodable record went to the dead letters."""
-        self._sensor.on_decode_failure(topic)
+    async def _decoded(self, record) -> Event | None:
+        """The record's event, or None after dead-lettering it (when it is meant for this agent, see `_mine`)."""
+        try:
+            return self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        except DecodeError as error:
+            self._sensor.on_decode_failure(record.topic)
+            if self._mine(record):
+                await self._dead_letter(record, error)
+            return None
+
+    def _mine(self, record) -> bool:
+        """Whether a record this agent cannot use is its to dead-letter: keyed to it, to every agent, or not keyed.
+
+        Inbox and control records are keyed by their addressee, so one keyed to another agent (sharing the slot, or
+        reading the same control partition) is that agent's to dead-letter: each bad record is written once, not once
+        per reader."""
+        return record.key in (None, b"*", self._config.agent_id.encode())
+
+    async def _dead_letter(self, record, error: Exception) -> None:
+        """Write a record this agent cannot use to swarm.deadletter, with its coordinates and the reason.
+
+        The dead letter's id derives from this consumer and the record's coordinates, so a record read again (after
+        kill -9 before the checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the
+        same dead letter, which readers dedupe by event id."""
+        letter = dead_letter(record, error, self._name)
+        letter = Event(letter.name, letter.data | {
+            "event_id": f"{self._name}/dead-letter/{record.topic}/{record.partition}/{record.offset}"})
+        await self._producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
         self._sensor.on_produced(DEAD_LETTER_TOPIC)
 
     def _save(self, inbox: int) -> None:
-        """Checkpoint the state, the inbox position and the log positions in one store write."""
+        """Checkpoint the state, the inbox position and the log and control positions in one store write."""
         self._checkpoint = dataclasses.replace(self._checkpoint, inbox=inbox)
         self._store.save(self._checkpoint)
 

@@ -14,11 +14,17 @@ from swarmlog.schemas.events import Event
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Usage:
-    """What one generation cost and when it ended."""
+    """What one generation cost, when it ended, and its name `generation`, which the shell makes unique per generation.
+
+    The name goes into the TokensUsed's event id and generation_id, which budgets dedupe on: a step generated again
+    after a restart (a retry) costs tokens again and must count again, while the same generation's events written
+    twice stay duplicates. Every other event id still derives from the command and the step alone.
+    """
 
     prompt_tokens: int
     completion_tokens: int
     now_ms: int
+    generation: str
 
 
 MAX_ASKS = 1
@@ -159,7 +165,7 @@ def released(run: Run, reason: str, now_ms: int) -> Event:
 
 def model_error(run: Run, detail: str, now_ms: int) -> Event:
     """TaskFailed MODEL_ERROR: the brain raised instead of generating."""
-    return _closing(run, Usage(0, 0, now_ms), "TaskFailed", failure="MODEL_ERROR", detail=detail, raw_output=None)
+    return _closing(run, Usage(0, 0, now_ms, ""), "TaskFailed", failure="MODEL_ERROR", detail=detail, raw_output=None)
 
 
 def ballot_schema(ballot: Ballot) -> dict:
@@ -186,9 +192,9 @@ def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event,
 
 def _tokens(cause_id: str, step: int, agent_id: str, usage: Usage, mission_id: str | None,
             task_id: str | None) -> Event:
-    """TokensUsed of one generation."""
-    return emit(cause_id, f"tokens-{step}", "TokensUsed", usage.now_ms, agent_id, agent_id=agent_id,
-                generation_id=f"{cause_id}/gen-{step}", prompt_tokens=usage.prompt_tokens,
+    """TokensUsed of one generation, named by the step and the generation (a retried step is a new generation)."""
+    return emit(cause_id, f"tokens-{step}/{usage.generation}", "TokensUsed", usage.now_ms, agent_id, agent_id=agent_id,
+                generation_id=f"{cause_id}/gen-{step}/{usage.generation}", prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens, mission_id=mission_id, task_id=task_id)
 
 

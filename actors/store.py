@@ -1,4 +1,8 @@
-"""The agent's local rocksdict store: its task state, inbox position and log positions, written in one batch."""
+"""The agent's local rocksdict store: its task state, inbox position and log positions, written in one batch.
+
+Every position belongs to one Kafka cluster: the checkpoint records the cluster id it was taken on, so that recovery
+can tell a checkpoint of this log from one left by another cluster (see actors/recovery.py).
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,14 @@ KEY = "checkpoint"
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """State as of inbox offset `inbox` (the next to read) and swarm.tasks.events offsets `log` (partition → next)."""
+    """State as of inbox offset `inbox` (the next to read), swarm.tasks.events offsets `log` and swarm.control
+    offsets `control` (partition → next), all on the cluster `cluster` (None: unknown, or a broker without an id)."""
 
     state: AgentState
     inbox: int
     log: dict[int, int]
+    control: dict[int, int] = dataclasses.field(default_factory=dict)
+    cluster: str | None = None
 
 
 class AgentStore:
@@ -27,6 +34,7 @@ class AgentStore:
 
     def __init__(self, path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self._db = Rdict(str(path))
 
     def load(self, agent_id: str) -> Checkpoint | None:
@@ -37,7 +45,8 @@ class AgentStore:
         saved = json.loads(raw)
         state = AgentState(agent_id, *(frozenset(map(tuple, saved[name])) for name in ("started", "closed")),
                            frozenset(saved["ballots"]), saved["throttled"])
-        return Checkpoint(state, saved["inbox"], {int(p): o for p, o in saved["log"].items()})
+        return Checkpoint(state, saved["inbox"], _positions(saved["log"]), _positions(saved.get("control", {})),
+                          saved.get("cluster"))  # older checkpoints have neither
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the checkpoint in one write batch."""
@@ -46,9 +55,15 @@ class AgentStore:
         batch.put(KEY, json.dumps({
             "started": sorted(state.started), "closed": sorted(state.closed), "ballots": sorted(state.ballots),
             "throttled": state.throttled, "inbox": checkpoint.inbox, "log": checkpoint.log,
+            "control": checkpoint.control, "cluster": checkpoint.cluster,
         }))
         self._db.write(batch)
 
     def close(self) -> None:
         """Flush and close the database."""
         self._db.close()
+
+
+def _positions(saved: dict[str, int]) -> dict[int, int]:
+    """Partition → offset, from JSON's string keys."""
+    return {int(p): o for p, o in saved.items()}

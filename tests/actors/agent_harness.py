@@ -17,6 +17,7 @@ from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 
 INBOX = "swarm.agents.inbox"
+CONTROL = "swarm.control"
 
 
 def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str) -> subprocess.Popen:
@@ -45,13 +46,23 @@ def task_assigned(agent_id: str, slot: int, prompt: str, *, mission_id: str | No
     })
 
 
-async def send_inbox(settings: Settings, slot: int, *events: Event, raw: bytes | None = None) -> None:
-    """Write events (or raw bytes) into one inbox partition."""
+async def send_inbox(settings: Settings, slot: int, *events: Event, raw: bytes | None = None,
+                     key: str | None = None) -> None:
+    """Write events (or raw bytes) into one inbox partition, keyed by `key` or else by their agent."""
     async with EventProducer(settings, client_id="test-coordinator") as producer:
         if raw is not None:
-            await producer.raw.send_and_wait(INBOX, raw, partition=slot)
+            await producer.raw.send_and_wait(INBOX, raw, partition=slot, key=None if key is None else key.encode())
         for event in events:
-            await producer.send(INBOX, event, key=event.data["agent_id"], partition=slot)
+            await producer.send(INBOX, event, key=key or event.data["agent_id"], partition=slot)
+
+
+async def publish_control(settings: Settings, *events: Event, raw: bytes | None = None, key: str | None = None) -> None:
+    """Write events (or raw bytes) to swarm.control, keyed by `key` or else by their agent or target."""
+    async with EventProducer(settings, client_id="test-operator") as producer:
+        if raw is not None:
+            await producer.raw.send_and_wait(CONTROL, raw, key=None if key is None else key.encode())
+        for event in events:
+            await producer.send(CONTROL, event, key=key or event.data.get("agent_id", event.data.get("target")))
 
 
 class Log(Collector):

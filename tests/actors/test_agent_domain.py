@@ -48,7 +48,7 @@ def test_a_closed_task_is_never_redone_and_an_interrupted_one_resumes_without_a_
     resumed = decide(assigned(), started)
     assert resumed.events == () and isinstance(resumed.effects[0], Work)
     run = Run(resumed.effects[0].order, ME, started_ms=2_000)
-    events, _ = advance(run, '{"action": "answer", "content": "4", "confidence": 1}', Usage(10, 5, 2_500))
+    events, _ = advance(run, '{"action": "answer", "content": "4", "confidence": 1}', Usage(10, 5, 2_500, "g1"))
     assert decide(assigned(), fold(started, events)) == Decision()
 
 
@@ -75,10 +75,34 @@ def test_a_ballot_is_voted_on_once():
     assert isinstance(effect, Vote) and ballot_schema(effect.ballot)["oneOf"][0]["properties"]["candidate_id"] == {
         "enum": ["c1", "c2"]}
     used, vote = cast(effect.ballot, ME, '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
-                      Usage(20, 9, 3_000))
-    assert vote.data["candidate_id"] == "c1" and used.data["generation_id"] == "cmd-3/gen-1"
+                      Usage(20, 9, 3_000, "g1"))
+    assert vote.data["candidate_id"] == "c1" and used.data["generation_id"] == "cmd-3/gen-1/g1"
     encode(used), encode(vote)
     assert decide(request, evolve(initial(ME), vote)) == Decision()
+
+
+def test_a_ballot_past_its_deadline_is_not_voted_on():
+    request = command("VoteRequested", "cmd-3", mission_id="m1", ballot_id="b1", voter_agent_id=ME, slot=3,
+                      candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"}], deadline_at=2_000)
+    assert decide(request, initial(ME)) == Decision()  # now_ms is 2_000
+
+
+def test_a_retried_step_is_a_new_generation_and_the_same_generation_keeps_its_ids():
+    run = run_of(3)
+    text = '{"action": "recall", "content": "x", "confidence": 1}'
+    first, _ = advance(run, text, Usage(10, 5, 2_100, "g1"))
+    again, _ = advance(run, text, Usage(10, 5, 2_100, "g1"))
+    retried, _ = advance(run, text, Usage(10, 5, 2_900, "g2"))  # the same step generated again after a restart
+    assert first == again
+    assert first[0].data["generation_id"] != retried[0].data["generation_id"]
+    assert first[0].event_id != retried[0].event_id
+    assert first[1].event_id == retried[1].event_id  # the step itself is the same step
+
+
+def test_an_event_that_names_no_agent_is_rejected_and_one_for_another_agent_is_not_ours():
+    stray = command("GroundTruthUpdated", document_id="d", version=1, content="x")
+    assert isinstance(decide(stray, initial(ME)), Rejected)
+    assert decide(command("AgentDeregistered", agent_id="agent-2", reason="x"), initial(ME)) == Decision()
 
 
 def test_a_budget_throttles_until_restored():
@@ -96,7 +120,7 @@ def run_of(max_steps: int) -> Run:
 
 
 def test_an_answer_completes_the_task_with_its_totals():
-    events, after = advance(run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300))
+    events, after = advance(run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300, "g1"))
     assert after is None and [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "TaskCompleted"]
     assert events[2].data.items() >= {"output": "4", "confidence": 0.7, "steps": 1, "latency_ms": 300}.items()
     for event in events:
@@ -104,7 +128,7 @@ def test_an_answer_completes_the_task_with_its_totals():
 
 
 def test_malformed_output_fails_the_task_with_the_raw_text():
-    events, after = advance(run_of(3), "I think 4", Usage(10, 5, 2_300))
+    events, after = advance(run_of(3), "I think 4", Usage(10, 5, 2_300, "g1"))
     assert after is None and events[-1].data["failure"] == "MALFORMED_OUTPUT"
     assert events[-1].data["raw_output"] == "I think 4"
     encode(events[-1])
@@ -113,17 +137,17 @@ def test_malformed_output_fails_the_task_with_the_raw_text():
 def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
     run = run_of(2)
     events, after = advance(run, '{"action": "remember", "content": "it is arithmetic", "confidence": 1}',
-                            Usage(10, 5, 2_100))
+                            Usage(10, 5, 2_100, "g1"))
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken"] and after.allowed == ("answer", "fail")
     assert "remember: it is arithmetic" in after.prompt()
-    events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200))
+    events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200, "g1"))
     assert events[-1].data["failure"] == "MALFORMED_OUTPUT"
     encode(released(after, "stopping", 2_300))
 
 
 def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embedding():
     events, _ = advance(run_of(3), '{"action": "remember", "content": "2+2 is 4", "confidence": 1}',
-                        Usage(10, 5, 2_100))
+                        Usage(10, 5, 2_100, "g1"))
     step = taken(events)
     recorded = experience(step, [0.6, 0.8], node="n1", ttl_s=600)
     assert recorded.event_id == recorded.data["experience_id"] == f"{step.data['causation_id']}/experience-1"
@@ -131,7 +155,7 @@ def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embeddi
                                                                                                [0.6, 0.8], 2_100)
     assert recorded.data["mission_id"] == "m1" and recorded.data["ttl_s"] == 600
     encode(recorded)
-    assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200))[0]) is None
+    assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200, "g1"))[0]) is None
 
 
 def test_recalled_memories_are_in_the_prompt():
@@ -142,7 +166,7 @@ def test_recalled_memories_are_in_the_prompt():
 def test_the_step_loop_always_closes_within_max_steps(outputs):
     run, closed = run_of(3), None
     for text in outputs + ['{"action": "answer", "content": "", "confidence": 0}'] * 3:
-        events, run = advance(run, text, Usage(1, 1, 3_000))
+        events, run = advance(run, text, Usage(1, 1, 3_000, "g1"))
         if run is None:
             closed = events[-1]
             break

@@ -30,7 +30,7 @@ def registered(agent_id: str, slot: int, region: str = "region-0", capabilities=
 
 def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
     run = Run(ORDER, ME, started_ms=1_000, peers=("agent-2",))
-    events, waiting = advance(run, ask("agent-2"), Usage(10, 5, 1_500))
+    events, waiting = advance(run, ask("agent-2"), Usage(10, 5, 1_500, "g1"))
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "WaitStarted"]
     started = events[-1].data
     assert (started["wait_id"], started["waiter_agent_id"], started["waits_for_agent_id"]) == (
@@ -41,7 +41,7 @@ def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
 
 
 def test_the_question_names_the_wait_and_the_reply_slot_and_its_end_carries_the_answer_into_the_notes():
-    _, waiting = advance(Run(ORDER, ME, 1_000, peers=("agent-2",)), ask("agent-2"), Usage(1, 1, 1_500))
+    _, waiting = advance(Run(ORDER, ME, 1_000, peers=("agent-2",)), ask("agent-2"), Usage(1, 1, 1_500, "g1"))
     asked = question(waiting, reply_slot=7, now_ms=1_600)
     assert (asked.data["question_id"], asked.data["to_agent_id"], asked.data["reply_slot"]) == ("cmd-1/wait-1",
                                                                                               "agent-2", 7)
@@ -54,10 +54,10 @@ def test_the_question_names_the_wait_and_the_reply_slot_and_its_end_carries_the_
 def test_a_run_asks_at_most_max_asks_times_and_only_peers_it_was_offered():
     run = Run(ORDER, ME, 1_000, peers=("agent-2",))
     assert "ask" in run.allowed and run.schema["oneOf"][3]["properties"]["target"] == {"enum": ["agent-2"]}
-    _, malformed = advance(run, ask("agent-9"), Usage(1, 1, 1_500))
+    _, malformed = advance(run, ask("agent-9"), Usage(1, 1, 1_500, "g1"))
     assert malformed is None  # closed as MALFORMED_OUTPUT
     for _ in range(MAX_ASKS):
-        _, run = advance(run, ask("agent-2"), Usage(1, 1, 1_500))
+        _, run = advance(run, ask("agent-2"), Usage(1, 1, 1_500, "g1"))
         _, run = wait_ended(run, "TIMED_OUT", None, "no answer", 2_000)
     assert "ask" not in run.allowed
     assert "ask" not in Run(ORDER, ME, 1_000).allowed  # nobody to ask
@@ -70,10 +70,10 @@ def test_a_question_to_this_agent_is_answered_once_by_the_model_and_others_are_i
     assert decision.effects == (Reply(Question("q-1", "w1", "agent-2", 5, "Which day?", "m1", "t1")),)
     assert decide(command("PeerQuestion", "q-2", to_agent_id="agent-3", **fields), initial(ME)) == Decision()
     used, answered = reply(decision.effects[0].question, ME, '{"action":"answer","content":"Tuesday","confidence":1}',
-                           Usage(3, 2, 2_000))
+                           Usage(3, 2, 2_000, "g1"))
     assert (answered.data["answer"], answered.data["to_agent_id"], answered.event_id) == ("Tuesday", "agent-2",
                                                                                           "q-1/answer")
-    _, refused = reply(decision.effects[0].question, ME, "no json", Usage(3, 2, 2_000))
+    _, refused = reply(decision.effects[0].question, ME, "no json", Usage(3, 2, 2_000, "g1"))
     assert refused.data["answer"] is None and refused.data["error"].startswith("malformed")
     encode(used), encode(answered)
 
