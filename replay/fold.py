@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from swarmlog.collector import collector_paused
+from swarmlog.coordinator.journal import SKIPPED, Skip, covering, skip_of
 from swarmlog.errors import DecodeError
-from swarmlog.replay.components import Component
+from swarmlog.replay.components import JOURNAL, Component
 from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
 
@@ -32,12 +33,36 @@ class Record(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Problem:
-    """A record that did not decode, at its coordinates; the replay goes on without it."""
+    """A record that did not decode, at its coordinates; the replay goes on without it. `skipped` says which recorded
+    repair (JournalRecordsSkipped) passes over it, if one does."""
 
     topic: str
     partition: int
     offset: int
     reason: str
+    skipped: str | None = None
+
+
+class Repairs:
+    """The journal repairs seen while records are decoded, per journal partition: which problems they pass over."""
+
+    def __init__(self) -> None:
+        self._skips: dict[int, list[Skip]] = {}
+
+    def note(self, record: Record, event: Event) -> None:
+        """Keep the repair a decoded record holds, if it is one on the journal."""
+        if event.name == SKIPPED and record.topic == JOURNAL:
+            self._skips.setdefault(record.partition, []).append(skip_of(event, record.offset))
+
+    def resolve(self, problems: Iterable[Problem]) -> tuple[Problem, ...]:
+        """The problems, each journal record a repair passes over marked with that repair."""
+        return tuple(self._resolved(problem) for problem in problems)
+
+    def _resolved(self, problem: Problem) -> Problem:
+        if problem.topic != JOURNAL:
+            return problem
+        skip = covering(self._skips.get(problem.partition, ()), problem.offset)
+        return problem if skip is None else dataclasses.replace(problem, skipped=skip.describe())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,17 +128,19 @@ def replay(component: Component, key: str | None, regions: tuple[str, ...], reco
     """The component's state after folding `records` (of its topics) from its initial state, with the problems."""
     key = component.resolve(key, regions)
     problems: list[Problem] = []
+    repairs = Repairs()
     folded = 0
 
     def events() -> Iterator[Event]:
         nonlocal folded
-        for _, event in decoded(selected(component, key, regions, records), codec):
+        for record, event in decoded(selected(component, key, regions, records), codec):
             if isinstance(event, Problem):
                 problems.append(event)
             else:
+                repairs.note(record, event)
                 folded += 1
                 yield event
 
     with collector_paused():
         state = component.fold(component.start(key, regions), events())
-    return Replayed(state, folded, tuple(problems))
+    return Replayed(state, folded, repairs.resolve(problems))

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from swarmlog.replay.components import JOURNAL
-from swarmlog.replay.fold import Problem, Record, decoded
+from swarmlog.replay.fold import Problem, Record, Repairs, decoded
 from swarmlog.schemas.events import Event
 
 PHASE_OF = {"MissionAccepted": "ACCEPTED", "MissionCompleted": "COMPLETED", "MissionFailed": "FAILED",
@@ -39,26 +39,30 @@ def belongs(event: Event, mission_id: str) -> bool:
 
 def of_mission(records: Iterable[Record], mission_id: str) -> tuple[list[Record], list[Problem]]:
     """The records a mission's replay needs: its events and the journal's agent facts; and what did not decode."""
-    kept, problems = [], []
+    kept, problems, repairs = [], [], Repairs()
     for record, event in decoded(records):
         if isinstance(event, Problem):
             problems.append(event)
-        elif belongs(event, mission_id) or (record.topic == JOURNAL and "mission_id" not in event.data):
+            continue
+        repairs.note(record, event)
+        if belongs(event, mission_id) or (record.topic == JOURNAL and "mission_id" not in event.data):
             kept.append(record)
-    return kept, problems
+    return kept, list(repairs.resolve(problems))
 
 
 def timeline(records: Iterable[Record], mission_id: str) -> tuple[list[Step], list[Problem]]:
     """The mission's events in causal order (a cause before its effects, otherwise by occurred_at), and problems."""
     found: list[tuple[Record, Event]] = []
-    problems = []
+    problems, repairs = [], Repairs()
     for record, event in decoded(records):
         if isinstance(event, Problem):
             problems.append(event)
-        elif belongs(event, mission_id):
+            continue
+        repairs.note(record, event)
+        if belongs(event, mission_id):
             found.append((record, event))
     found.sort(key=lambda pair: (pair[1].occurred_at_ms, pair[0].timestamp, pair[0].topic, pair[0].offset))
-    return _steps(_causal(found)), problems
+    return _steps(_causal(found)), list(repairs.resolve(problems))
 
 
 def _causal(found: list[tuple[Record, Event]]) -> list[tuple[Record, Event]]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from swarmlog.replay.components import COMPONENTS, Component, canonical
 from swarmlog.replay.diff import LiveCheck
-from swarmlog.replay.fold import Problem, Record, decoded, replay
+from swarmlog.replay.fold import Problem, Record, Repairs, decoded, replay
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -34,8 +34,9 @@ class Verification:
 
     @property
     def ok(self) -> bool:
-        """Everything decoded, every fold was deterministic, and every live state found equals its rebuild."""
-        return (not self.problems and all(check.deterministic for check in self.checks)
+        """Everything decoded (or is passed over by a recorded journal repair), every fold was deterministic, and
+        every live state found equals its rebuild."""
+        return (all(problem.skipped for problem in self.problems) and all(check.deterministic for check in self.checks)
                 and all(check.equal for check in self.live))
 
 
@@ -48,11 +49,16 @@ def default_targets(regions: Sequence[str]) -> list[tuple[Component, str | None]
 def verify(records: Sequence[Record], regions: tuple[str, ...],
            targets: Sequence[tuple[Component, str | None]]) -> Verification:
     """Decode every record (problems with coordinates) and fold each target twice, comparing canonical bytes."""
-    problems = tuple(event for _, event in decoded(records) if isinstance(event, Problem))
+    repairs, problems = Repairs(), []
+    for record, event in decoded(records):
+        if isinstance(event, Problem):
+            problems.append(event)
+        else:
+            repairs.note(record, event)
     checks = []
     for target, key in targets:
         first, second = (replay(target, key, regions, records) for _ in range(2))
         once, twice = (canonical(target.view(run.state, key)).encode() for run in (first, second))
         checks.append(Check(target.name, target.resolve(key, regions), first.events, once == twice,
                             hashlib.sha256(once).hexdigest()[:16]))
-    return Verification(len(records), tuple(checks), problems)
+    return Verification(len(records), tuple(checks), repairs.resolve(problems))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from swarmlog.commands import replay, schemas, topics
+from swarmlog.commands import coordinator, replay, schemas, topics
 from swarmlog.commands.agent import agent
 from swarmlog.commands.agents import agents
-from swarmlog.commands.coordinator import coordinator
 from swarmlog.commands.demo import demo
 from swarmlog.commands.status import status
 from swarmlog.commands.streams import streams
@@ -24,7 +23,7 @@ app.command("demo")(demo)
 app.command("up")(up)
 app.command("agent")(agent)
 app.command("streams")(streams)
-app.command("coordinator")(coordinator)
+app.add_typer(coordinator.app, name="coordinator")
 app.command("submit")(submit)
 app.command("watch")(watch)
 app.command("status")(status)

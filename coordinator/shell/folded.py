@@ -1,33 +1,18 @@
-"""The journal folded so far (state, clock, last offset, last decision), and its rocksdict snapshot."""
+"""The coordinator's rocksdict snapshot of its folded journal (`Folded`, which records where it was read)."""
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 from pathlib import Path
 
 from rocksdict import Rdict
 
-from swarmlog.coordinator import State, evolve
-from swarmlog.schemas.events import Event
+from swarmlog.coordinator.journal import Folded, Origin
 
-SNAPSHOT_KEY = b"folded"
+__all__ = ["Folded", "Origin", "load", "save"]
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Folded:
-    """A prefix of one region's journal, folded: recovery and the live loop advance it with the same `fold`."""
-
-    state: State
-    clock: int = 0
-    offset: int = -1
-    last: tuple[Event, ...] = ()
-
-    def fold(self, event: Event, offset: int) -> Folded:
-        """After one more journal event at `offset`: clock = the latest occurred_at, last = its decision's events."""
-        same = bool(self.last) and self.last[-1].data["causation_id"] == event.data["causation_id"]
-        return Folded(evolve(self.state, event), max(self.clock, event.occurred_at_ms), offset,
-                      (*self.last, event) if same else (event,))
+SNAPSHOT_KEY = b"journal"
+"""Snapshots written before they recorded their origin used the key b"folded"; they are not read (a cache miss)."""
 
 
 def load(path: Path) -> Folded | None:
@@ -36,6 +21,8 @@ def load(path: Path) -> Folded | None:
         raw = db.get(SNAPSHOT_KEY)
     try:
         snapshot = pickle.loads(raw) if raw is not None else None
+        if isinstance(snapshot, Folded):
+            snapshot.origin, snapshot.tip, snapshot.unreadable  # noqa: B018 - every field is there
     except Exception:  # a snapshot from another build is a cache miss, never an error
         return None
     return snapshot if isinstance(snapshot, Folded) else None

@@ -1,31 +1,45 @@
-"""`swarmlog coordinator`: run one region's coordinator until SIGTERM or Ctrl-C."""
+"""`swarmlog coordinator`: run one region's coordinator until SIGTERM or Ctrl-C; `coordinator repair`: pass over
+journal records that do not decode, as an audited event in the journal."""
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from swarmlog.commands.common import one_line_errors
+from swarmlog.commands.common import one_line_errors, out
+from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell.repair import describe, repair as record_repair
 from swarmlog.metrics import sensor_for
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.settings import Settings
 
-
 STOP_DEADLINE_S = 30.0
 
+app = typer.Typer()
+Region = Annotated[str, typer.Option(help="region-0 … region-<SWARMLOG_REGIONS - 1>.")]
+Bootstrap = Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($SWARMLOG_BOOTSTRAP).")]
 
+
+@app.callback(invoke_without_command=True)
 @one_line_errors
 def coordinator(
-    region: Annotated[str, typer.Option(help="region-0 … region-<SWARMLOG_REGIONS - 1>.")] = "region-0",
-    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($SWARMLOG_BOOTSTRAP).")] = None,
+    context: typer.Context,
+    region: Region = "region-0",
+    bootstrap: Bootstrap = None,
     data_dir: Annotated[Path | None, typer.Option(help="Journal snapshot folder (<cache dir>/coordinator).")] = None,
     metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
 ) -> None:
-    """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM."""
+    """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM.
+
+    It refuses to start (exit 1) on journal records that do not decode, naming each and the `repair` command that
+    passes over them."""
+    if context.invoked_subcommand is not None:
+        return
     asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir))
 
 
@@ -40,3 +54,26 @@ async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None
     finally:
         if server is not None:
             server.close()
+
+
+@app.command()
+@one_line_errors
+def repair(
+    skip: Annotated[list[int], typer.Option(help="Offset of an undecodable record of the region's journal partition "
+                                                 "to pass over; repeat for several.")],
+    reason: Annotated[str, typer.Option(help="Why they may be passed over; kept in the journal with your name.")],
+    region: Region = "region-0",
+    operator: Annotated[str | None, typer.Option(help="Who makes the repair (default: your user name).")] = None,
+    bootstrap: Bootstrap = None,
+) -> None:
+    """Record in the journal that undecodable records are passed over, so the region's coordinator starts again.
+
+    Run it while the region's coordinator is stopped: on Apache Kafka it takes the coordinator's transactional id and
+    so fences a coordinator still running. Offsets that decode, or hold no record, are refused (exit 1) and nothing
+    is written."""
+    if not reason.strip():
+        raise typer.BadParameter("say why the records may be passed over; it is kept in the journal", param_hint="--reason")
+    settings = connected(bootstrap)
+    repaired = asyncio.run(record_repair(settings, region, skip, reason.strip(), operator or getpass.getuser()))
+    for line in describe(repaired):
+        out.print(line, highlight=False, soft_wrap=True)

@@ -72,10 +72,14 @@ def _all_topics(settings: Settings) -> list[str]:
 
 
 def _problems_table(problems: tuple[Problem, ...] | list[Problem]) -> Table:
-    table = Table("topic", "partition", "offset", "reason", title=f"{len(problems)} undecodable records",
-                  title_style="red")
+    """The records that did not decode; those a recorded journal repair passes over say so."""
+    unrepaired = sum(1 for problem in problems if not problem.skipped)
+    table = Table("topic", "partition", "offset", "reason", "skipped",
+                  title=f"{len(problems)} undecodable records ({unrepaired} not passed over by a repair)",
+                  title_style="red" if unrepaired else "yellow")
     for problem in problems:
-        table.add_row(problem.topic, str(problem.partition), str(problem.offset), problem.reason)
+        table.add_row(problem.topic, str(problem.partition), str(problem.offset), problem.reason,
+                      problem.skipped or "no")
     return table
 
 

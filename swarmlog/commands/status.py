@@ -2,7 +2,9 @@
 
 Everything is read from the log: the registry and recent heartbeats folded with the stream processors' registry
 fold, each region's journal partition folded with the coordinator's own `evolve` (through its recovery), and the
-coordinator groups' committed offsets against the input topics' ends.
+coordinator groups' committed offsets against the input topics' ends. Journal records that do not decode are reported
+with the repair command, region by region; they never stop the report (status writes no dead letters: only the
+processes that consume a topic for its effects do).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from rich.table import Table
 
-from swarmlog.commands.common import one_line_errors, out, print_json
+from swarmlog.commands.common import err, one_line_errors, out, print_json
 from swarmlog.coordinator import Config, initial
-from swarmlog.coordinator.shell.recovery import recover
+from swarmlog.coordinator.journal import Unreadable
+from swarmlog.coordinator.shell.recovery import located, recover, repair_command
 from swarmlog.kafka.reading import reader
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
@@ -108,7 +111,9 @@ async def _start(client: Any, settings: Settings) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class RegionRow:
-    """One region as the fold of its journal partition shows it, with its coordinator group's lag."""
+    """One region as the fold of its journal partition shows it, with its coordinator group's lag and the journal
+    records that do not decode: `undecodable` (no repair passes over them: the coordinator will not start) and
+    `skipped` (a repair does)."""
 
     region: str
     journal_events: int
@@ -116,22 +121,26 @@ class RegionRow:
     active_missions: int
     enlisted_agents: int
     lag: int | None
+    undecodable: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    skipped: int = 0
 
 
 async def read_region(settings: Settings, region: str) -> RegionRow:
-    """The region's journal partition folded with the coordinator's `evolve`, and its consumer lag."""
+    """The region's journal partition folded with the coordinator's `evolve` (records that do not decode reported,
+    not fatal), and its consumer lag."""
     partition = settings.region_names.index(region)
     consumer = reader(settings, "swarmlog-status", idempotence_supported(settings))
     await _start(consumer, settings)
     try:
         folded = await recover(consumer, codec_for(settings.schema_registry_url), partition,
-                               initial(Config(region, settings.region_names)), None, READ_TIMEOUT_S)
+                               initial(Config(region, settings.region_names)), None, READ_TIMEOUT_S, strict=False)
     finally:
         await consumer.stop()
     state = folded.state
-    return RegionRow(region, folded.offset + 1 if folded.last else 0, len(state.queue),
+    return RegionRow(region, folded.offset + 1, len(state.queue),
                      sum(1 for mission in state.missions.values() if mission.active),
-                     sum(1 for agent in state.agents.values() if agent.alive), await group_lag(settings, region))
+                     sum(1 for agent in state.agents.values() if agent.alive), await group_lag(settings, region),
+                     [dataclasses.asdict(record) for record in folded.unresolved], len(folded.skipped))
 
 
 async def group_lag(settings: Settings, region: str) -> int | None:
@@ -194,3 +203,13 @@ def status(bootstrap: BootstrapOption = None, as_json: JsonOption = False) -> No
         table.add_row(row.region, str(row.journal_events), str(row.queue_depth), str(row.active_missions),
                       str(row.enlisted_agents), "-" if row.lag is None else str(row.lag))
     out.print(table)
+    for row in regions:
+        if row.undecodable:
+            records = [Unreadable(**record) for record in row.undecodable]
+            err.print(f"[red]{row.region}:[/red] {len(records)} journal record(s) do not decode and no repair skips "
+                      f"them; its coordinator will not start: {located(settings.region_names.index(row.region), records)}. "
+                      f"If swarmlog did not write them: {repair_command(row.region, records)}",
+                      highlight=False, soft_wrap=True)
+        if row.skipped:
+            out.print(f"{row.region}: {row.skipped} undecodable journal record(s) passed over by a recorded repair "
+                      "(`swarmlog replay state coordinator --key REGION` lists them)", highlight=False)

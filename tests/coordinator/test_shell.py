@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import subprocess
@@ -15,7 +16,9 @@ import pytest
 
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.envelope import stamp
+from swarmlog.kafka.producer import EventProducer
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -106,11 +109,66 @@ async def _results_at_least(settings: Settings, mission_id: str, count: int) -> 
     return len(named(await journal(settings, "region-1", mission_id), "TaskResultRecorded")) >= count
 
 
-async def test_a_snapshot_that_no_longer_matches_the_journal_is_ignored(settings: Settings, tmp_path: Path):
+async def _journal_something(settings: Settings, service: CoordinatorService) -> None:
+    """An agent of region-0 registers and leaves at once, so the journal has a last event (and nobody to route to)."""
+    agent_id = f"passing-{uuid.uuid4().hex[:8]}"
+    async with EventProducer(settings, client_id="test") as producer:
+        await producer.send("swarm.agents.registry", stamp(
+            "AgentRegistered", producer="test", agent_id=agent_id, capabilities=["nothing"], model="scripted",
+            brain="scripted", node="test", gpu=None, region="region-0", slot=63), key=agent_id)
+        await producer.send("swarm.agents.registry", stamp("AgentDeregistered", producer="test", agent_id=agent_id,
+                                                             reason="a test passing by"), key=agent_id)
+
+    async def left() -> bool:
+        agent = service.folded.state.agents.get(agent_id)
+        return agent is not None and not agent.alive
+
+    await eventually(left, timeout_s=30)
+
+
+def _another_cluster(folded: Folded) -> Folded:
+    return dataclasses.replace(folded, origin=dataclasses.replace(folded.origin, cluster_id="another-cluster"))
+
+
+def _recreated_topic(folded: Folded) -> Folded:
+    return dataclasses.replace(folded, origin=dataclasses.replace(folded.origin, log_start=folded.origin.log_start + 7))
+
+
+def _past_the_end(folded: Folded) -> Folded:
+    return dataclasses.replace(folded, offset=folded.offset + 1000, tip=(folded.offset + 1000, "from a longer log"))
+
+
+def _another_event_at_the_tip(folded: Folded) -> Folded:
+    return dataclasses.replace(folded, tip=(folded.tip[0], "not-what-the-journal-holds"))
+
+
+@pytest.mark.parametrize(("stale", "says"), [
+    (_another_cluster, "cluster another-cluster"),
+    (_recreated_topic, "the partition's log now starts at offset"),
+    (_past_the_end, "the log ends before it"),
+    (_another_event_at_the_tip, "the topic was recreated"),
+])
+async def test_a_snapshot_from_elsewhere_is_detected_logged_and_the_journal_re_folded(
+        settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture, stale, says: str):
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "fresh") as fresh:
+        await _journal_something(settings, fresh)
         expected = fresh.folded
-    stale = dataclasses.replace(expected, offset=0, last=(stamp("AgentDeregistered", producer="x", agent_id="gone",
-                                                               reason="from another broker"),))
-    snapshots.save(tmp_path / "stale" / "region-0", stale)
-    async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "stale") as recovered:
-        assert (recovered.folded.state, recovered.folded.offset) == (expected.state, expected.offset)
+    assert expected.origin is not None and expected.tip is not None
+    assert expected.origin.cluster_id  # Kafka's id; Tansu says tansu_cluster, the same for every Tansu broker
+    snapshots.save(tmp_path / "stale" / "region-0", stale(expected))
+    with caplog.at_level(logging.WARNING, logger="swarmlog.coordinator"):
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "stale") as recovered:
+            assert (recovered.folded.state, recovered.folded.offset) == (expected.state, expected.offset)
+    [warning] = [r.getMessage() for r in caplog.records if "not resuming from the coordinator snapshot" in r.message]
+    assert says in warning and "SWARMLOG_BOOTSTRAP" in warning, warning
+    assert snapshots.load(tmp_path / "stale" / "region-0").origin == expected.origin  # replaced by the re-fold
+
+
+async def test_a_snapshot_that_still_matches_is_resumed_from(settings: Settings, tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture):
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as first:
+        expected = first.folded
+    with caplog.at_level(logging.WARNING, logger="swarmlog.coordinator"):
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as again:
+            assert (again.folded.state, again.folded.offset) == (expected.state, expected.offset)
+    assert not [r for r in caplog.records if "not resuming" in r.getMessage()]

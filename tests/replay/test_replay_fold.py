@@ -10,11 +10,14 @@ import pytest
 import typer
 
 from swarmlog.commands.replay import parse_at
+from swarmlog.coordinator.journal import SKIPPED
+from swarmlog.envelope import stamp
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS, component
 from swarmlog.replay.diff import Difference, differences
 from swarmlog.replay.fold import Record, ordered, replay
 from swarmlog.replay.source import Span
+from swarmlog.schemas.codec import default_codec
 from swarmlog.replay.verify import verify
 
 from replay_scenarios import HISTORIES, REGIONS
@@ -35,6 +38,25 @@ def test_a_garbage_record_is_a_problem_at_its_coordinates_and_the_replay_goes_on
     assert (problem.topic, problem.partition, problem.offset) == ("swarm.coordinator.journal", 0, 10_000)
     assert (dirty.state, dirty.events) == (clean.state, clean.events)
     assert not verify((garbage, *GOLDEN), REGIONS, [(component("coordinator"), None)]).ok
+
+
+def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_verify_passes():
+    journal = [record for record in GOLDEN if record.topic == "swarm.coordinator.journal"]
+    last = max(record.offset for record in journal)
+    garbage = Record("swarm.coordinator.journal", 0, last + 1, journal[-1].timestamp, None, b"\xc3\x01not avro")
+    unrelated = Record("swarm.coordinator.journal", 0, last + 2, journal[-1].timestamp, None, b"\xc3\x01also bad")
+    repair = stamp(SKIPPED, producer="operator:ops", region="region-0", partition=0, offsets=[last + 1],
+                   errors=["bad"], reason="test garbage", operator="ops", occurred_at_ms=journal[-1].timestamp)
+    repaired = Record("swarm.coordinator.journal", 0, last + 3, journal[-1].timestamp, None,
+                      default_codec().encode(repair))
+    records = (*GOLDEN, garbage, unrelated, repaired)
+    dirty = replay(component("coordinator"), None, REGIONS, records)
+    skipped, left = dirty.problems
+    assert (skipped.offset, left.offset) == (last + 1, last + 2)
+    assert "ops: test garbage" in skipped.skipped and left.skipped is None
+    assert dirty.state == replay(component("coordinator"), None, REGIONS, GOLDEN).state
+    assert not verify(records, REGIONS, [(component("coordinator"), None)]).ok  # one is not repaired
+    assert verify((*GOLDEN, garbage, repaired), REGIONS, [(component("coordinator"), None)]).ok
 
 
 def test_verify_catches_a_fold_that_is_not_deterministic():
