@@ -47,6 +47,8 @@ from swarmlog.topics import spec_for
 
 TICK_MS = 250
 LAG_EVERY_S = 1.0
+SNAPSHOT_EVERY_EVENTS = 1_000
+SNAPSHOT_EVERY_S = 60.0
 INBOX_TOPIC = "swarm.agents.inbox"
 log = logging.getLogger("swarmlog.coordinator")
 INPUT_TOPICS = ("swarm.missions", "swarm.tasks.events", "swarm.consensus.votes", "swarm.agents.registry",
@@ -61,7 +63,8 @@ class CoordinatorService:
     """One region's coordinator: `async with CoordinatorService(settings, region):` runs it until the block ends."""
 
     def __init__(self, settings: Settings, region: str, *, data_dir: Path | None = None,
-                 recovery_timeout_s: float = 120.0, sensor: Sensor | None = None) -> None:
+                 recovery_timeout_s: float = 120.0, sensor: Sensor | None = None,
+                 snapshot_every_events: int = SNAPSHOT_EVERY_EVENTS, snapshot_every_s: float = SNAPSHOT_EVERY_S) -> None:
         if region not in settings.region_names:
             raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
                               f"{', '.join(settings.region_names)}")
@@ -78,6 +81,8 @@ class CoordinatorService:
         self._last_bucket = 0
         self._sensor = sensor or Sensor()
         self._lag_at = 0.0
+        self._snapshot_every = (snapshot_every_events, snapshot_every_s)
+        self._snapshotted = (-1, 0.0)  # the journal offset of the last snapshot, and when it was taken
 
     async def __aenter__(self) -> CoordinatorService:
         await self.start()
@@ -111,6 +116,7 @@ class CoordinatorService:
                      time.monotonic() - started)
             self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
             snapshots.save(self._snapshot_dir, self._folded)
+            self._snapshotted = (self._folded.offset, time.monotonic())
             self._last_bucket = self._folded.clock // TICK_MS
             inputs = await self._started(self._inputs())
             self._delivery = Delivery(self._producer, inputs, region=self._region, partition=partition,
@@ -175,6 +181,7 @@ class CoordinatorService:
                     await self._delivery.ack(_next_offsets(unit))
             await self._tick()
             await self._report_lag(inputs)
+            await self._snapshot_if_due()
 
     async def _receive(self, record: ConsumerRecord) -> None:
         """Decide on one input record; undecodable or rejected ones go to the dead-letter topic."""
@@ -226,6 +233,15 @@ class CoordinatorService:
         if assigned:
             self._sensor.on_assigned(self._region, assigned)
         self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
+
+    async def _snapshot_if_due(self) -> None:
+        """Snapshot the fold once SNAPSHOT_EVERY_EVENTS journal offsets or SNAPSHOT_EVERY_S seconds with new events
+        have passed (written between units of work: everything folded is committed), so a restart folds a short tail."""
+        folded, (offset, at), (every_events, every_s) = self._folded, self._snapshotted, self._snapshot_every
+        if folded.offset == offset or (folded.offset - offset < every_events and time.monotonic() - at < every_s):
+            return
+        await asyncio.to_thread(snapshots.save, self._snapshot_dir, folded)  # immutable: safe to pickle off the loop
+        self._snapshotted = (folded.offset, time.monotonic())
 
     async def _report_lag(self, inputs: AIOKafkaConsumer) -> None:
         """At most once a second: how far the inputs' positions are behind their high-water marks, per topic."""

@@ -172,3 +172,19 @@ async def test_a_snapshot_that_still_matches_is_resumed_from(settings: Settings,
         async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as again:
             assert (again.folded.state, again.folded.offset) == (expected.state, expected.offset)
     assert not [r for r in caplog.records if "not resuming" in r.getMessage()]
+
+
+async def test_a_running_coordinator_snapshots_every_n_journal_events(settings: Settings, tmp_path: Path):
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path, snapshot_every_events=1) as service:
+        started = snapshots.load(tmp_path / "region-0")
+        await _journal_something(settings, service)
+
+        async def saved() -> bool:
+            try:
+                snapshot = snapshots.load(tmp_path / "region-0")
+            except Exception:  # RocksDB's lock: the service is writing it right now
+                return False
+            return snapshot is not None and snapshot.offset == service.folded.offset
+
+        await eventually(saved, timeout_s=10)  # while it runs, not only at stop
+        assert service.folded.offset > (started.offset if started else -1)
