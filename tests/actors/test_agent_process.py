@@ -103,7 +103,7 @@ async def test_heartbeats_keep_their_period_while_the_model_generates(settings, 
     busy = [(a, b) for a, b in zip(beats, beats[1:]) if "BUSY" in (a.data["status"], b.data["status"])]
     assert len(busy) >= 3, [b.data["status"] for b in beats]
     gaps = [b.occurred_at_ms - a.occurred_at_ms for a, b in busy]
-    assert all(400 <= gap <= 600 for gap in gaps), gaps
+    assert all(250 <= gap <= 1_000 for gap in gaps), gaps  # a mechanism bound: a stalled loop misses seconds, not ms
 
 
 async def test_a_poison_record_is_dead_lettered_and_the_agent_goes_on(settings, agent_id, spawn):
