@@ -476,7 +476,9 @@ class Agent:
         The dead letter's id derives from this consumer and the record's coordinates, so a record read again (after
         kill -9 before the checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the
         same dead letter, which readers dedupe by event id."""
-        letter = dead_letter(record, error, self._name)
+        log.warning("agent %s dead-letters %s[%d]@%d: %s", self._config.agent_id, record.topic, record.partition,
+                    record.offset, error)
+        letter = dead_letter(record, error, self._name, max_message_bytes=self._settings.max_message_bytes)
         letter = Event(letter.name, letter.data | {
             "event_id": f"{self._name}/dead-letter/{record.topic}/{record.partition}/{record.offset}"})
         await self._producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
