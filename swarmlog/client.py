@@ -10,25 +10,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
+from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.placement import owner
+from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.kafka.reading import reader, records_to_end
-from swarmlog.envelope import stamp
+from swarmlog.envelope import now_ms, stamp
 from swarmlog.coordinator import plan
-from swarmlog.errors import EncodeError, SwarmlogError
+from swarmlog.errors import DecodeError, EncodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
+from swarmlog.topics import spec_for
 
 MISSIONS = "swarm.missions"
+log = logging.getLogger("swarmlog.client")
 TERMINAL = frozenset({"MissionCompleted", "MissionFailed", "MissionRejected"})
 
 
@@ -254,33 +259,67 @@ class MissionClient:
         """`validate` without a client (no settings needed): for checking files before connecting."""
         return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission)
 
+    async def served_regions(self) -> tuple[str, ...]:
+        """The regions a live coordinator serves now, from their announcements on swarm.coordinators."""
+        return served(await read_announcements(self._settings), self._settings.region_names, now_ms())
+
     async def submit(self, mission: Mapping[str, Any] | Mission) -> str:
-        """Produce a MissionSubmitted (validated against its schema first) and return the mission id."""
-        event = self.validate(mission)
-        async with EventProducer(self._settings, client_id="swarmlog-client") as producer:
-            await producer.send(MISSIONS, event, key=event.data["mission_id"])
+        """Produce a MissionSubmitted (validated against its schema first, placed) and return the mission id."""
+        event = await self.placed(mission)
+        await self.produce(event)
         return event.data["mission_id"]
 
+    async def placed(self, mission: Mapping[str, Any] | Mission,
+                     served_regions: tuple[str, ...] | None = None) -> Event:
+        """The validated MissionSubmitted, with a region: the one it names, else one a live coordinator serves.
+
+        The region is a stable hash of the mission id over the served regions; when none is served, over every
+        region, where the mission waits for a coordinator.
+        """
+        event = self.validate(mission)
+        if event.data.get("region") is not None:
+            return event
+        regions = (await self.served_regions() if served_regions is None else served_regions)
+        region = owner(event.data["mission_id"], regions or self._settings.region_names)
+        return Event(event.name, event.data | {"region": region})
+
+    async def produce(self, event: Event) -> None:
+        """Write a MissionSubmitted to swarm.missions and wait until the broker has it."""
+        async with EventProducer(self._settings, client_id="swarmlog-client") as producer:
+            await producer.send(MISSIONS, event, key=event.data["mission_id"])
+
     async def locate(self, mission_id: str) -> str:
-        """The region whose journal holds the mission (a mission may name any region); its placement if none does yet."""
-        for region in self._settings.region_names:
-            tp = TopicPartition(JOURNAL, self._settings.region_names.index(region))
-            consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
-            await consumer.start()
-            try:
-                consumer.assign([tp])
-                await consumer.seek_to_beginning(tp)
-                async for record in records_to_end(consumer, tp):
-                    if mission_id.encode() in record.value:  # cheap pre-check before decoding
-                        event = self._codec.decode_record(record.value, tp.topic, tp.partition, record.offset)
-                        if event.data.get("mission_id") == mission_id:
-                            return region
-            finally:
-                await consumer.stop()
+        """The region whose journal holds the mission; else the region its MissionSubmitted names (it waits for a
+        coordinator there); else its placement over every region."""
+        for index, region in enumerate(self._settings.region_names):
+            if await self._find(TopicPartition(JOURNAL, index), mission_id) is not None:
+                return region
+        for partition in range(spec_for(self._settings, MISSIONS).partitions):
+            submitted = await self._find(TopicPartition(MISSIONS, partition), mission_id)
+            if submitted is not None:
+                return self.region_of(mission_id, submitted.data.get("region"))
         return self.region_of(mission_id)
 
+    async def _find(self, tp: TopicPartition, mission_id: str) -> Event | None:
+        """The first event of the mission in a partition, read from its start to its end; None if there is none."""
+        consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            async for record in records_to_end(consumer, tp):
+                if mission_id.encode() in (record.value or b""):  # cheap pre-check before decoding
+                    event = self._decoded(record)
+                    if event is not None and event.data.get("mission_id") == mission_id:
+                        return event
+        finally:
+            await consumer.stop()
+        return None
+
     async def follow(self, mission_id: str, region: str | None = None) -> AsyncIterator[Event]:
-        """The mission's journal events from the start, live, ending with its terminal event."""
+        """The mission's journal events from the start, live, ending with its terminal event (in the region given,
+        else the one whose journal holds it, else its placement)."""
+        region = region or (await self.locate(mission_id) if len(self._settings.region_names) > 1 else None)
         tp = TopicPartition(JOURNAL, self._settings.region_names.index(self.region_of(mission_id, region)))
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
         await consumer.start()
@@ -289,13 +328,21 @@ class MissionClient:
             await consumer.seek_to_beginning(tp)
             while True:
                 for record in (await consumer.getmany(tp, timeout_ms=200)).get(tp, []):
-                    event = self._codec.decode_record(record.value, tp.topic, tp.partition, record.offset)
-                    if event.data.get("mission_id") == mission_id:
+                    event = self._decoded(record)
+                    if event is not None and event.data.get("mission_id") == mission_id:
                         yield event
                         if event.name in TERMINAL:
                             return
         finally:
             await consumer.stop()
+
+    def _decoded(self, record: ConsumerRecord) -> Event | None:
+        """A journal record's event; None (reported, then passed over) when it cannot be decoded."""
+        try:
+            return self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        except DecodeError as exc:
+            log.warning("passing over %s", exc)
+            return None
 
     async def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:
         """The mission's terminal event, or MissionTimeout after `timeout_s`."""

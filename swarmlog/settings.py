@@ -33,7 +33,7 @@ class Settings:
     schema_registry_url: str | None = None
     cache_dir: Path = dataclasses.field(default_factory=default_cache_dir)
     inbox_partitions: int = 64
-    regions: int = 4
+    regions: int = 1
     default_partitions: int = 6
     replication_factor: int = 1
     max_message_bytes: int = 1_000_000

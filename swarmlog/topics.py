@@ -45,6 +45,8 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
                    "AgentThrottleNoted", "VoteRequested", "VoteRecorded", "PlanAdopted", "ConsensusReached", "ConsensusTimedOut",
                    "MissionCompleted", "MissionFailed", "DeadlockBroken", "JournalRecordsSkipped"),
                   "The coordinators' decisions, one partition per region; their state is its fold."),
+        TopicSpec("swarm.coordinators", "region", 1, "delete", 1 * DAY_MS, ("coordinator",),
+                  ("CoordinatorAnnounced",), "Coordinators announcing the regions they serve, every 2 s."),
         TopicSpec("swarm.agents.inbox", "agent_id", settings.inbox_partitions, "delete", 7 * DAY_MS,
                   ("coordinator", "agent"),
                   ("TaskAssigned", "TaskCancelled", "VoteRequested", "PeerQuestion", "PeerAnswered"),

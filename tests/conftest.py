@@ -13,6 +13,10 @@ from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import Broker, Redis, open_broker, open_redis
 from swarmlog.settings import Settings
 
+# The suite runs a four-region deployment (its multi-region tests use region-0 … region-3), in this process and in
+# every swarmlog process it starts; the product's default is one region.
+os.environ.setdefault("SWARMLOG_REGIONS", "4")
+
 
 def _broker_kinds(kafka_only: bool) -> list[str]:
     """The brokers to test on: SWARMLOG_BROKER (external if only SWARMLOG_BOOTSTRAP is set), else kafka and tansu."""

@@ -137,11 +137,12 @@ def test_missing_redis_server_says_what_to_install(monkeypatch: pytest.MonkeyPat
 
 # `swarmlog up` as a user runs it: its own process, stopped by a signal or killed outright.
 
-EXPORT_LINE = re.compile(r"export SWARMLOG_BOOTSTRAP=(\S+) SWARMLOG_REDIS_URL=(\S+)")
+EXPORT_LINE = re.compile(r"export SWARMLOG_BROKER=(\S+) SWARMLOG_BOOTSTRAP=(\S+) SWARMLOG_REDIS_URL=(\S+) "
+                         r"SWARMLOG_REGIONS=\d+ SWARMLOG_INBOX_PARTITIONS=\d+")
 
 
 def _start_up(broker_kind: str) -> tuple[subprocess.Popen[str], str, str]:
-    """`swarmlog up --broker KIND` running, with the bootstrap and Redis URL it printed."""
+    """`swarmlog up --broker KIND` running, with the bootstrap and Redis URL it printed (and the kind it exports)."""
     up = subprocess.Popen(
         [sys.executable, "-m", "swarmlog", "up", "--broker", broker_kind],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -154,7 +155,10 @@ def _start_up(broker_kind: str) -> tuple[subprocess.Popen[str], str, str]:
         while up.poll() is None or not lines.empty():
             printed.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
             if match := EXPORT_LINE.search(printed[-1]):
-                return up, match.group(1), match.group(2)
+                assert match.group(1) == broker_kind, "the export line names the broker kind processes must use"
+                up.printed = printed  # type: ignore[attr-defined]
+                up.lines = lines  # type: ignore[attr-defined]
+                return up, match.group(2), match.group(3)
     _stop(up)
     pytest.fail("swarmlog up printed no endpoints:\n" + "".join(printed))
 
@@ -209,6 +213,32 @@ def test_up_serves_until_a_signal_then_stops_everything(broker_kind: str, sig: s
         up.send_signal(sig)
 
         assert up.wait(30) == 0
+        assert _wait_gone(services) == set()
+    finally:
+        _stop(up)
+
+
+@pytest.mark.slow
+def test_up_whose_broker_dies_says_so_within_5_s_stops_redis_and_exits_1() -> None:
+    """Given `swarmlog up` on Tansu, when its broker is killed with SIGKILL, up names it and the signal, stops Redis
+    and exits 1 within 5 s."""
+    up, _bootstrap, _redis_url = _start_up("tansu")
+    try:
+        services = _children(up.pid)
+        broker = next(pid for pid in services if "tansu" in Path(f"/proc/{pid}/cmdline").read_text())
+        killed = time.monotonic()
+        os.kill(broker, signal.SIGKILL)
+
+        code = up.wait(30)
+        noticed = time.monotonic() - killed
+        output = "".join(up.printed)  # type: ignore[attr-defined]
+        with contextlib.suppress(queue.Empty):
+            while True:
+                output += up.lines.get(timeout=1)  # type: ignore[attr-defined]
+
+        assert code == 1, output
+        assert "Tansu was killed by SIGKILL (signal 9)" in output
+        assert noticed < 15, f"up took {noticed:.1f} s to notice and stop"  # a mechanism bound: it polls every 0.5 s
         assert _wait_gone(services) == set()
     finally:
         _stop(up)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +14,9 @@ from swarmlog.errors import ConfigError
 from swarmlog.packaged import package_dir
 
 SYSTEM = "You are one agent of a swarm. Reply with exactly one JSON object, as asked."
+THREADS_VARIABLE = "SWARMLOG_LLAMA_THREADS"
+"""Threads each llama.cpp agent computes with (default 2). Agents sharing few cores need fewer: llama.cpp's threads
+spin while they wait, so 4 agents of 2 threads on 2 cores run several times slower than 4 agents of 1 thread."""
 N_THREADS = 2
 
 
@@ -27,7 +31,7 @@ def default_model() -> Path:
 class LlamaCppBrain:
     """One llama.cpp model in this process; calls are serialised and run in a worker thread."""
 
-    def __init__(self, model_path: Path, n_gpu_layers: int = 0, seed: int = 0) -> None:
+    def __init__(self, model_path: Path, n_gpu_layers: int = 0, seed: int = 0, n_threads: int = N_THREADS) -> None:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -35,7 +39,7 @@ class LlamaCppBrain:
         if not model_path.is_file():
             raise ConfigError(f"no GGUF model at {model_path}; pass --model PATH")
         self.model = model_path.name
-        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=N_THREADS, n_gpu_layers=n_gpu_layers, seed=seed,
+        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=n_threads, n_gpu_layers=n_gpu_layers, seed=seed,
                             verbose=False)
         self._seed = seed
         self._lock = threading.Lock()
@@ -61,5 +65,15 @@ class LlamaCppBrain:
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> LlamaCppBrain:
-    """The llama.cpp brain on `model` (a GGUF path) or the shipped SmolLM2; all layers on the GPU when one is given."""
-    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1, seed=seed)
+    """The llama.cpp brain on `model` (a GGUF path) or the shipped SmolLM2; all layers on the GPU when one is given;
+    SWARMLOG_LLAMA_THREADS threads."""
+    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1, seed=seed,
+                         n_threads=threads(os.environ))
+
+
+def threads(env: Mapping[str, str]) -> int:
+    """The thread count SWARMLOG_LLAMA_THREADS asks for (N_THREADS when unset); ConfigError unless a whole number >= 1."""
+    raw = env.get(THREADS_VARIABLE) or str(N_THREADS)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{THREADS_VARIABLE}={raw!r} must be a whole number of threads, at least 1")
+    return int(raw)

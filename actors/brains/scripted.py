@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
 import itertools
 import json
@@ -23,13 +24,17 @@ class ScriptedBrain:
     sigma: float = 0.0
     seed: int = 0
     model: str = "scripted"
+    segfault_at: int | None = None  # the generation (0-based) at which the process dies of SIGSEGV, as a crashing model
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
         self._texts: Iterator[str] | None = itertools.cycle(self.script) if self.script else None
+        self._generations = itertools.count()
 
     async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
         """The next scripted text, after the sampled latency."""
+        if next(self._generations) == self.segfault_at:
+            ctypes.string_at(0)  # a real invalid read: the kernel sends SIGSEGV, as to a native model that crashes
         if self.median_ms:
             await asyncio.sleep(self.median_ms * self._random.lognormvariate(0.0, self.sigma) / 1000)
         text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema))
@@ -48,7 +53,8 @@ def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> ScriptedBrain:
-    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed"} (seed defaults to `seed`)."""
+    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed", "segfault_at"} (seed defaults to
+    `seed`)."""
     if model is None:
         return ScriptedBrain(seed=seed)
     return ScriptedBrain(**({"seed": seed} | json.loads(Path(model).read_text())), model=Path(model).name)

@@ -27,9 +27,11 @@ from types import TracebackType
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from swarmlog.coordinator import Config, Decision, Receive, Rejected, Tick, decide, initial
+from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
 from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.coordinator.shell.announce import Announcer
 from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.coordinator.shell.recovery import JOURNAL as JOURNAL_TOPIC
@@ -123,6 +125,9 @@ class CoordinatorService:
                                       group_id=self._name, transactional=self._transactional)
             if not self._transactional:
                 await self._delivery.inbox(messages(self._folded.last, self._folded.state))
+            announcer = Announcer(settings, self._region, lambda: figures(self._folded.state))
+            await announcer.start()
+            self._stack.push_async_callback(announcer.stop)  # first to go: the region is unserved before we stop
         except BaseException:
             await self._stack.aclose()
             raise

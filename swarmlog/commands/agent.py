@@ -21,8 +21,10 @@ from swarmlog.settings import Settings
 def agent(
     agent_id: Annotated[str, typer.Argument(metavar="ID", help="This agent's id, unique in the swarm.")],
     capabilities: Annotated[str, typer.Option(help="Comma-separated capabilities, e.g. coding,review.")] = "",
-    brain: Annotated[str, typer.Option(help=f"The model adapter: {', '.join(BRAINS)}.")] = "llamacpp",
-    model: Annotated[str | None, typer.Option(help="GGUF path, model id, or scripted-brain JSON file.")] = None,
+    brain: Annotated[str, typer.Option(envvar="SWARMLOG_BRAIN", help=f"The model adapter: {', '.join(BRAINS)}.")
+                     ] = "llamacpp",
+    model: Annotated[str | None, typer.Option(envvar="SWARMLOG_MODEL",
+                                              help="GGUF path, model id, or scripted-brain JSON file.")] = None,
     gpu: Annotated[int | None, typer.Option(help="The GPU index this agent owns (none: CPU).")] = None,
     node: Annotated[str | None, typer.Option(help="Node name (default: this host's name).")] = None,
     region: Annotated[str, typer.Option(help="The coordinator region this agent belongs to.")] = "region-0",

@@ -16,11 +16,14 @@ from typing import Annotated, Any
 
 import typer
 
+from swarmlog.actors.brains import BRAINS
+from swarmlog.actors.brains.llamacpp import THREADS_VARIABLE
 from swarmlog.client import MissionClient, MissionTimeout
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
 from swarmlog.services import open_services, process
+from swarmlog.services.supervisor import ChildDied, unless_a_child_dies
 from swarmlog.settings import Settings
 
 # Four agents, as the seed's FAQ advises to start with; every stage has at least two capable agents.
@@ -53,16 +56,29 @@ RESULT_FIELDS = ("success", "latency_ms", "agent_count", "tasks_completed", "tas
 def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print MissionCompleted's fields as one JSON object.")] = False,
     timeout_s: Annotated[float, typer.Option(help="Give up on the mission after this many seconds.")] = 600.0,
+    brain: Annotated[str, typer.Option(help=f"The agents' model adapter: {', '.join(BRAINS)}.")] = "llamacpp",
+    model: Annotated[str | None, typer.Option(help="The agents' GGUF path, model id or scripted-brain JSON file.")
+                     ] = None,
 ) -> None:
-    """Start Tansu, Redis, the stream processors, a coordinator and 4 llama.cpp agents; run one mission; print it."""
+    """Start Tansu, Redis, the stream processors, a coordinator and 4 llama.cpp agents; run one mission; print it.
+
+    Every process is supervised: if one exits before the mission ends, the demo names it, says how it died, shows
+    the end of its log, stops the others and exits 1.
+    """
     settings = dataclasses.replace(Settings.from_env(broker="tansu"), bootstrap=None, redis_url=None, regions=1)
     work = Path(tempfile.mkdtemp(prefix="swarmlog-demo-"))
     with open_services(settings) as services:
         settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
         _progress(f"Tansu on {services.broker.bootstrap}, Redis on {services.redis.url}")
         asyncio.run(ensure_topics(settings))
-        with _swarm(settings, work):
-            result = asyncio.run(_run_mission(settings, timeout_s))
+        with _swarm(settings, work, brain, model) as children:
+            try:
+                result = asyncio.run(unless_a_child_dies(_run_mission(settings, timeout_s),
+                                                         [*services.children, *children]))
+            except ChildDied as died:
+                _progress(f"error: {died}")
+                _progress(f"stopping the other processes; every log is kept in {work}")
+                raise typer.Exit(EXIT_FAILED) from None
     if as_json:
         print_json({name: result.data.get(name) for name in RESULT_FIELDS} | {"mission": result.name})
     else:
@@ -74,22 +90,29 @@ def demo(
 
 
 @contextlib.contextmanager
-def _swarm(settings: Settings, work: Path) -> Iterator[None]:
-    """The stream processors, the coordinator and the agents as child processes, stopped on exit."""
+def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Iterator[list[process.Child]]:
+    """The stream processors, the coordinator and the agents as child processes, all stopped together on exit."""
+    # The agents share this machine's cores: one llama.cpp thread each per core they get (see llamacpp.THREADS_VARIABLE).
+    threads = os.environ.get(THREADS_VARIABLE) or str(max(1, (os.cpu_count() or 1) // len(AGENTS)))
     env = os.environ | {"SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
-                        "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": str(settings.regions)}
+                        "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": str(settings.regions),
+                        THREADS_VARIABLE: threads}
+    brain_flags = ["--brain", brain, *(["--model", model] if model else [])]
     commands = [("streams", ["streams", "--data-dir", str(work / "streams")]),
                 ("coordinator", ["coordinator", "--region", "region-0", "--data-dir", str(work / "coordinator")])]
-    commands += [(agent_id, ["agent", agent_id, "--capabilities", capabilities, "--brain", "llamacpp",
+    commands += [(agent_id, ["agent", agent_id, "--capabilities", capabilities, *brain_flags,
                              "--region", "region-0", "--data-dir", str(work / agent_id)])
                  for agent_id, capabilities in AGENTS]
-    with contextlib.ExitStack() as stack:
+    children: list[process.Child] = []
+    try:
         for name, argv in commands:
-            log = work / f"{name}.log"
-            stack.enter_context(process.running([sys.executable, "-m", "swarmlog", *argv], name=name, log=log,
-                                                ready=lambda: True, env=env))
-            _progress(f"started {name} (log: {log})")
-        yield
+            child = process.spawn([sys.executable, "-m", "swarmlog", *argv], name=name, log=work / f"{name}.log",
+                                  env=env)
+            children.append(child)
+            _progress(f"started {name} (pid {child.pid}, log: {child.log})")
+        yield children
+    finally:
+        process.stop_all([child.popen for child in children])
 
 
 async def _run_mission(settings: Settings, timeout_s: float) -> Event:

@@ -32,13 +32,24 @@ def submit(
     except MissionInvalid as exc:
         err.print(f"[red]error:[/red] {file}: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
-    client_settings = connected(bootstrap)
-    client = MissionClient(client_settings, client_name="cli")
-    mission_id = asyncio.run(client.submit(dict(mission) | {"mission_id": event.data["mission_id"]}))
-    mission_region = client.region_of(mission_id, mission.get("region"))
+    client = MissionClient(connected(bootstrap), client_name="cli")
+    mission = dict(mission) | {"mission_id": event.data["mission_id"]}
+    mission_id, mission_region, served = asyncio.run(_submit(client, mission))
+    if mission_region not in served:
+        err.print(f"[yellow]warning:[/yellow] no coordinator serves {mission_region} now (served: "
+                  f"{', '.join(served) or 'none'}); the mission waits until one does: start "
+                  f"`swarmlog coordinator --region {mission_region}`", highlight=False, soft_wrap=True)
     if as_json and not wait:
-        print_json({"mission_id": mission_id, "region": mission_region})
+        print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in served})
     elif not as_json:
         out.print(mission_id, highlight=False)
     if wait:
         watch_mission(client, mission_id, mission_region, timeout_s, as_json)
+
+
+async def _submit(client: MissionClient, mission: dict) -> tuple[str, str, tuple[str, ...]]:
+    """Place and produce the mission: its id, its region, and the regions served when it was placed."""
+    served = await client.served_regions()
+    event = await client.placed(mission, served)
+    await client.produce(event)
+    return event.data["mission_id"], event.data["region"], served

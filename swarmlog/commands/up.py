@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 import typer
 
 from swarmlog.commands.common import one_line_errors, out
-from swarmlog.services import open_services
+from swarmlog.services import Services, open_services
+from swarmlog.services.supervisor import POLL_S, first_death
 from swarmlog.settings import Settings
 
 EmbeddedBroker = Literal["tansu", "kafka", "docker"]
@@ -27,7 +28,10 @@ def up(
         ),
     ] = "tansu",
 ) -> None:
-    """Start a broker and Redis on free local ports, print where they listen, stop them on Ctrl-C or SIGTERM."""
+    """Start a broker and Redis on free local ports, print where they listen, stop them on Ctrl-C or SIGTERM.
+
+    If either exits on its own, `up` says which and how, with the end of its log, stops the other and exits 1.
+    """
     stopping = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -39,14 +43,21 @@ def up(
                 out.print("  no transactions or idempotent producer: use --broker kafka for those", highlight=False)
             out.print(f"[bold]Redis[/] listening on [cyan]{services.redis.url}[/]", highlight=False)
             out.print("Use them from another shell with:", highlight=False)
-            out.print(
-                f"export SWARMLOG_BOOTSTRAP={services.broker.bootstrap} SWARMLOG_REDIS_URL={services.redis.url}",
-                markup=False, highlight=False, soft_wrap=True,
-            )
+            out.print(export_line(settings, services), markup=False, highlight=False, soft_wrap=True)
             out.print("Ctrl-C stops them.", highlight=False)
-            while not stopping.wait(timeout=1.0):
-                pass
+            while not stopping.wait(timeout=POLL_S):
+                death = first_death(services.children)
+                if death is not None:
+                    raise death
         out.print("stopped", highlight=False)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def export_line(settings: Settings, services: Services) -> str:
+    """The shell line that points processes at these services: every non-secret setting they need to work together."""
+    values = {"SWARMLOG_BROKER": {"docker": "kafka"}.get(services.broker.kind, services.broker.kind), "SWARMLOG_BOOTSTRAP": services.broker.bootstrap,
+              "SWARMLOG_REDIS_URL": services.redis.url, "SWARMLOG_REGIONS": settings.regions,
+              "SWARMLOG_INBOX_PARTITIONS": settings.inbox_partitions}
+    return "export " + " ".join(f"{name}={value}" for name, value in values.items())

@@ -19,6 +19,7 @@ from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_js
 from swarmlog.commands.status import BootstrapOption, connected
 from swarmlog.schemas.events import Event
 
+CHECK_SERVED_S = 2.0
 RESULT_FIELDS = ("success", "reason", "latency_ms", "agent_count", "tasks_completed", "tasks_failed",
                  "malformed_count", "consensus_ms", "tokens_used", "outputs")
 
@@ -40,10 +41,12 @@ def watch_mission(client: MissionClient, mission_id: str, region: str | None, ti
     """Show the mission's progress until it ends, print its result, exit 1 unless it succeeded."""
     progress = MissionProgress(mission_id)
     if as_json:
-        asyncio.run(follow(client, progress, region, timeout_s, lambda event: print_json(progress_line(event, progress))))
+        asyncio.run(follow(client, progress, region, timeout_s, lambda event: print_json(progress_line(event, progress)),
+                           lambda note: print_json({"type": "waiting", "mission_id": mission_id} | note)))
     else:
         with Live(render(progress), console=out, refresh_per_second=8, transient=True) as live:
-            asyncio.run(follow(client, progress, region, timeout_s, lambda _: live.update(render(progress))))
+            asyncio.run(follow(client, progress, region, timeout_s, lambda _: live.update(render(progress)),
+                               lambda note: live.console.print(note["message"], highlight=False)))
         out.print(render(progress))
     if as_json:
         print_json(result_document(progress))
@@ -52,19 +55,38 @@ def watch_mission(client: MissionClient, mission_id: str, region: str | None, ti
 
 
 async def follow(client: MissionClient, progress: MissionProgress, region: str | None, timeout_s: float,
-                 shown: Callable[[Event], Any]) -> MissionProgress:
-    """Fold the mission's journal events into `progress`, calling `shown` after each, until its terminal event."""
+                 shown: Callable[[Event], Any], waiting: Callable[[dict[str, Any]], Any]) -> MissionProgress:
+    """Fold the mission's journal events into `progress`, calling `shown` after each, until its terminal event;
+    meanwhile call `waiting` whenever the mission's region becomes unserved (or served again)."""
     try:
         async with asyncio.timeout(timeout_s):
             region = region or await client.locate(progress.mission_id)
-            async for event in client.follow(progress.mission_id, region):
-                progress.apply(event)
-                shown(event)
+            noticing = asyncio.create_task(_notice_unserved(client, region, progress, waiting))
+            try:
+                async for event in client.follow(progress.mission_id, region):
+                    progress.apply(event)
+                    shown(event)
+            finally:
+                noticing.cancel()
     except TimeoutError:
         raise MissionTimeout(f"mission {progress.mission_id} did not end within {timeout_s:.0f} s (phase "
                              f"{progress.phase}); run `swarmlog watch {progress.mission_id}` again or check "
                              "`swarmlog status`") from None
     return progress
+
+
+async def _notice_unserved(client: MissionClient, region: str, progress: MissionProgress,
+                           waiting: Callable[[dict[str, Any]], Any]) -> None:
+    """Every CHECK_SERVED_S until the mission ends: say when no live coordinator serves its region, and when one does
+    again."""
+    was_served = True
+    while progress.result is None:
+        is_served = region in await client.served_regions()
+        if is_served != was_served:
+            message = (f"waiting: no coordinator serves {region}" if not is_served else f"{region} is served again")
+            waiting({"region": region, "served": is_served, "message": message})
+            was_served = is_served
+        await asyncio.sleep(CHECK_SERVED_S)
 
 
 def progress_line(event: Event, progress: MissionProgress) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from swarmlog.errors import EncodeError, ServiceError
+from swarmlog.errors import ConfigError, EncodeError, ServiceError
 from swarmlog.schemas.codec import Codec, codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -51,7 +51,15 @@ class EventProducer:
         try:
             await self._producer.start()
         except KafkaError as exc:
+            reached = bool(self._producer.client.cluster.brokers())  # bootstrapped: the producer id step failed
             await self._producer.stop()
+            if reached and idempotence_supported(self._settings):
+                raise ConfigError(
+                    f"the broker at {self._settings.bootstrap} refused InitProducerId ({exc}), which the idempotent "
+                    f"producer swarmlog uses on Apache Kafka needs; with SWARMLOG_BROKER={self._settings.broker} "
+                    "swarmlog takes it for Kafka. If it is Tansu (the embedded broker of `swarmlog up`, which has no "
+                    "idempotent or transactional producer), set SWARMLOG_BROKER=tansu: the export line `swarmlog up` "
+                    "prints carries it") from exc
             raise ServiceError(f"cannot produce to {self._settings.bootstrap}: {exc}; is the broker up?") from exc
 
     async def stop(self) -> None:

@@ -74,13 +74,20 @@ def describe_exit(returncode: int) -> str:
     return f"was killed by {name} (signal {-returncode})"
 
 
+FATAL = "Fatal Python error"  # how faulthandler starts the report of a crash; the stack follows it
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
-    """The last lines of a log file, or a note that there is none."""
+    """The last lines of a log file (from faulthandler's crash report on, when it has one), or a note that there is
+    none."""
     try:
-        text = path.read_text(errors="replace")
+        kept = path.read_text(errors="replace").splitlines()
     except OSError:
         return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:]) or f"(empty log at {path})"
+    crash = max((index for index, line in enumerate(kept) if line.startswith(FATAL)), default=None)
+    if crash is not None:
+        kept = kept[crash:crash + lines]  # the crash and the innermost frames, where the stack says most
+    return "\n".join(kept[-lines:]) or f"(empty log at {path})"
 
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:

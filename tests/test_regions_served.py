@@ -1,0 +1,133 @@
+"""Coordinators announce the regions they serve; missions go only to served regions, and an unserved one is said."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swarmlog.client import MissionClient
+from swarmlog.coordinator.announcements import Announcement, evolve, fold, served
+from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.envelope import stamp
+from swarmlog.errors import ConfigError
+from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.services import Broker, open_broker
+from swarmlog.settings import Settings
+
+from test_cli_ops import invoke
+
+REGIONS = ("region-0", "region-1", "region-2")
+
+
+def announced(region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000):
+    return stamp("CoordinatorAnnounced", producer=f"coordinator:{region}", occurred_at_ms=at_ms, region=region,
+                 coordinator_id="host:1", serving=serving, interval_ms=interval_ms, agents=2, idle_agents=1,
+                 active_missions=0)
+
+
+# The pure fold and decision.
+
+def test_a_region_is_served_while_announced_within_three_intervals() -> None:
+    latest = fold([announced("region-1", 10_000)])
+    assert served(latest, REGIONS, 10_000 + 6_000) == ("region-1",)
+    assert served(latest, REGIONS, 10_000 + 6_001) == ()
+
+
+def test_a_clean_stop_unserves_the_region_at_once_and_an_older_announcement_changes_nothing() -> None:
+    latest = fold([announced("region-0", 1_000), announced("region-0", 2_000, serving=False)])
+    assert served(latest, REGIONS, 2_001) == ()
+    assert evolve(latest, announced("region-0", 1_500)) == latest  # a late, older word does not revive it
+
+
+def test_other_events_are_no_announcements() -> None:
+    other = stamp("DrainRequested", producer="operator", target="*", reason="x")
+    assert evolve({}, other) == {}
+
+
+def test_placement_uses_the_served_regions_only() -> None:
+    client = MissionClient(dataclasses.replace(Settings(), regions=3))
+    mission = {"title": "t", "tasks": [{"task_id": "a", "prompt": "p"}]}
+    placed = {asyncio.run(client.placed(mission | {"mission_id": f"m{index}"}, ("region-2",))).data["region"]
+              for index in range(20)}
+    assert placed == {"region-2"}
+    assert asyncio.run(client.placed(mission | {"region": "region-0"}, ("region-2",))).data["region"] == "region-0"
+
+
+def test_announcement_expiry_is_three_intervals() -> None:
+    announcement = Announcement("r", "c", True, at_ms=0, interval_ms=100, agents=0, idle_agents=0, active_missions=0)
+    assert announcement.serves_at(300) and not announcement.serves_at(301)
+
+
+# On real brokers.
+
+@pytest.fixture(scope="module")
+def fresh_broker(broker: Broker) -> Iterator[Broker]:
+    """A broker of the session's kind with no coordinator from other tests announcing on it."""
+    if broker.kind == "external":
+        yield broker
+        return
+    with open_broker(dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=None)) as fresh:
+        yield fresh
+
+
+@pytest.fixture
+async def settings(fresh_broker: Broker) -> Settings:
+    configured = dataclasses.replace(Settings.from_env(), broker=fresh_broker.kind, bootstrap=fresh_broker.bootstrap)
+    await ensure_topics(configured)
+    return configured
+
+
+async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more(settings: Settings,
+                                                                                tmp_path: Path) -> None:
+    client = MissionClient(settings)
+    async with CoordinatorService(settings, "region-2", data_dir=tmp_path):
+        assert "region-2" in await client.served_regions()
+        assert "region-3" not in await client.served_regions()
+    assert "region-2" not in await client.served_regions()
+
+
+async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_the_region(settings: Settings,
+                                                                                         tmp_path: Path) -> None:
+    mission = tmp_path / "mission.yaml"
+    mission.write_text(yaml.safe_dump({"title": "unserved", "region": "region-3",
+                                       "tasks": [{"task_id": "a", "prompt": "p"}]}))
+
+    submitted = await invoke(settings, "submit", str(mission), "--json")
+    assert submitted.exit_code == 0, submitted.output
+    assert "warning: no coordinator serves region-3 now" in submitted.stderr
+    mission_id = json.loads(submitted.stdout)["mission_id"]
+
+    watched = await invoke(settings, "watch", mission_id, "--json", "--timeout-s", "5")
+    assert watched.exit_code == 1
+    waiting = [json.loads(line) for line in watched.stdout.splitlines() if '"waiting"' in line]
+    assert waiting and waiting[0]["message"] == "waiting: no coordinator serves region-3", watched.output
+
+
+async def test_a_mission_without_a_region_goes_to_the_served_one(settings: Settings, tmp_path: Path) -> None:
+    client = MissionClient(settings)
+    async with CoordinatorService(settings, "region-1", data_dir=tmp_path):
+        placed = {(await client.placed({"title": "t", "mission_id": uuid.uuid4().hex,
+                                        "tasks": [{"task_id": "a", "prompt": "p"}]})).data["region"]
+                  for _ in range(8)}
+    assert placed == {"region-1"}
+
+
+async def test_a_broker_taken_for_kafka_works_on_kafka_and_on_tansu_names_init_producer_id(broker: Broker) -> None:
+    """Given SWARMLOG_BROKER unset with a bootstrap (so taken for Kafka): on Kafka the idempotent producer starts; on
+    Tansu the error names the refused InitProducerId and SWARMLOG_BROKER=tansu, not a broker that seems down."""
+    settings = Settings.from_env({"SWARMLOG_BOOTSTRAP": broker.bootstrap})
+    assert settings.broker == "external"
+    if broker.kind != "tansu":
+        async with EventProducer(settings, client_id="test"):
+            return
+    with pytest.raises(ConfigError, match="refused InitProducerId .* set SWARMLOG_BROKER=tansu"):
+        async with EventProducer(settings, client_id="test"):
+            pass
