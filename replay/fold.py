@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from swarmlog.collector import collector_paused
 from swarmlog.coordinator.journal import SKIPPED, Skip, covering, skip_of
 from swarmlog.errors import DecodeError
+from swarmlog.kafka.records import TOPIC_EVENTS, input_event
 from swarmlog.replay.components import JOURNAL, Component
 from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
@@ -33,8 +34,9 @@ class Record(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Problem:
-    """A record that did not decode, at its coordinates; the replay goes on without it. `skipped` says which recorded
-    repair (JournalRecordsSkipped) passes over it, if one does."""
+    """A record that did not decode (or decoded to an event of a kind its topic does not carry), at its coordinates;
+    the replay goes on without it. `skipped` says which recorded repair (JournalRecordsSkipped) passes over it, if
+    one does."""
 
     topic: str
     partition: int
@@ -104,11 +106,16 @@ def _in_fold_order(records: list[Record]) -> bool:
 
 
 def decoded(records: Iterable[Record], codec: Codec | None = None) -> Iterator[tuple[Record, Event | Problem]]:
-    """Each record with its event, or with the Problem saying where and why it did not decode."""
-    decode = (codec or default_codec()).decode
+    """Each record with its event, or with the Problem saying where and why it is no event of its topic: it did not
+    decode, or it is of a kind its topic does not carry (as the live readers dead-letter it; a topic outside the
+    catalog is not checked)."""
+    codec = codec or default_codec()
+    decode, carried = codec.decode, TOPIC_EVENTS.get
     for record in records:
+        carries = carried(record.topic)
         try:
-            event: Event | Problem = decode(record.value or b"")
+            event: Event | Problem = decode(record.value or b"") if carries is None else input_event(codec, record,
+                                                                                                     carries)
         except DecodeError as error:
             event = Problem(record.topic, record.partition, record.offset, error.reason)
         yield record, event

@@ -40,7 +40,8 @@ from swarmlog.kafka.reading import reader
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter, decode_or_dead_letter
+from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, decode_or_dead_letter,
+                                    send_dead_letter)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
@@ -189,21 +190,36 @@ class CoordinatorService:
             await self._snapshot_if_due()
 
     async def _receive(self, record: ConsumerRecord) -> None:
-        """Decide on one input record; undecodable or rejected ones go to the dead-letter topic."""
+        """Decide on one input record. One it cannot use (undecodable, or of a kind its topic does not carry) is skipped,
+        and dead-lettered when it is this coordinator's to dead-letter (`_dead_letters`); one the core rejects is
+        dead-lettered with the reason. Either way it counts as read: its offset is committed with the unit."""
         self._sensor.on_consumed(record.topic)
-        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name)
+        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name,
+                                            carries=TOPIC_EVENTS[record.topic],
+                                            max_message_bytes=self._settings.max_message_bytes,
+                                            dead_letters=self._dead_letters(record))
         if event is None:
             self._sensor.on_decode_failure(record.topic)
-            self._sensor.on_produced(DEAD_LETTER_TOPIC)
-        if event is None or event.name not in INPUTS:
+            if self._dead_letters(record):
+                self._sensor.on_produced(DEAD_LETTER_TOPIC)
             return
+        if event.name not in INPUTS:
+            return  # carried by its topic for someone else (an agent's control events)
         decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
         if isinstance(decision, Rejected):
-            rejected = dead_letter(record, InputRejected(decision.reason), self._name)
-            await self._producer.send(DEAD_LETTER_TOPIC, rejected, key=record.topic)
+            await send_dead_letter(self._producer, record, InputRejected(decision.reason), self._name,
+                                   max_message_bytes=self._settings.max_message_bytes)
             self._sensor.on_produced(DEAD_LETTER_TOPIC)
         else:
             await self._write(decision)
+
+    def _dead_letters(self, record: ConsumerRecord) -> bool:
+        """Whether an unusable record is this coordinator's to dead-letter: its topic's dead letters are the
+        coordinators' (DEAD_LETTERED_BY: not the registry's or control's, which the streams worker writes) and, as every
+        coordinator reads every partition, its partition is this region's (partition modulo the number of regions)."""
+        regions = self._settings.region_names
+        return (DEAD_LETTERED_BY.get(record.topic) == "coordinator"
+                and regions[record.partition % len(regions)] == self._region)
 
     async def _tick(self) -> None:
         """Decide a Tick once per new 250 ms bucket; write what it emits in a unit of its own."""

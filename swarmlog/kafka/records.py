@@ -1,7 +1,14 @@
-"""Consumed records to events: decode with coordinates, or route the raw bytes to the dead-letter topic."""
+"""Consumed records to events: decode with coordinates, or route the raw bytes to the dead-letter topic.
+
+Each record a reader cannot use is dead-lettered once overall: by the one component that owns its topic's dead letters
+(DEAD_LETTERED_BY), with an id derived from the record's coordinates alone (dead_letter_id), so a record read again
+after a crash or a rebalance, or by a second instance of its owner, writes the same dead letter, deduped by event id.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Collection
 from typing import Any
 
 from swarmlog.envelope import stamp
@@ -9,6 +16,11 @@ from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.streams.alerts import derived_id
+from swarmlog.topics import catalog
+
+log = logging.getLogger("swarmlog.deadletter")
 
 DEAD_LETTER_TOPIC = "swarm.deadletter"
 DEAD_LETTER_MARGIN = 16_384
@@ -16,6 +28,48 @@ DEAD_LETTER_MARGIN = 16_384
 KEPT_KEY_BYTES = 1024
 """A key longer than this is cut first when a dead letter would not fit."""
 KEPT_REASON_CHARS = 2000
+DEAD_LETTERED_BY = {
+    "swarm.missions": "coordinator",
+    "swarm.tasks.events": "coordinator",
+    "swarm.consensus.votes": "coordinator",
+    "swarm.alerts": "coordinator",
+    "swarm.agents.registry": "streams",
+    "swarm.agents.heartbeats": "streams",
+    "swarm.control": "streams",
+    "swarm.usage": "streams",
+    "swarm.waits": "streams",
+    "swarm.memory.experiences": "streams",
+    "swarm.agents.inbox": "agent",
+}
+"""Who writes the dead letters of a topic's unusable records (the one component reading it for its effects that is
+sure to read every record of it): the streams worker reads the registry and control for deaths and budgets as one
+group, where every coordinator and every agent reads them whole; an inbox record is its addressee's. Any other reader
+skips them. Nobody dead-letters swarm.deadletter (a loop), the journal (the coordinator stops and asks for a repair)
+or what only clients read (swarm.coordinators, swarm.groundtruth)."""
+
+TOPIC_EVENTS = {spec.name: frozenset(spec.events) for spec in catalog(Settings())}
+"""The events each catalog topic carries (the same whatever the settings), by topic name."""
+
+
+class NotAnInput(DecodeError):
+    """A record that decodes, but to an event its topic does not carry: it is no input of whoever reads the topic."""
+
+
+def dead_letter_id(topic: str, partition: int, offset: int) -> str:
+    """The event id of a record's dead letter: derived from its coordinates alone, whoever writes it (the streams
+    worker's ids are these too), so writing it again is a duplicate."""
+    return derived_id("DeadLetterRecorded", topic, partition, offset)
+
+
+def input_event(codec: Codec, record: Any, carries: Collection[str]) -> Event:
+    """The record's event when it decodes to a kind in `carries` (its topic's events); else DecodeError or
+    NotAnInput at the record's coordinates."""
+    event = codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+    if event.name not in carries:
+        kinds = ", ".join(sorted(carries)) or "nothing"
+        raise NotAnInput(f"{event.name} {event.event_id} does not belong on {record.topic}, which carries {kinds}",
+                         topic=record.topic, partition=record.partition, offset=record.offset)
+    return event
 
 
 def fitted(payload: bytes, key: bytes | None, max_message_bytes: int) -> tuple[bytes, bytes | None, str]:
@@ -33,15 +87,18 @@ def fitted(payload: bytes, key: bytes | None, max_message_bytes: int) -> tuple[b
     return kept, kept_key, "; ".join(cut) + " to fit the dead-letter topic"
 
 
-def dead_letter(record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None) -> Event:
+def dead_letter(record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None,
+                event_id: str | None = None) -> Event:
     """The DeadLetterRecorded event that keeps an unusable record's bytes, origin and reason; with
-    `max_message_bytes`, bytes that would not fit in a message of that size are cut (the reason says so)."""
+    `max_message_bytes`, bytes that would not fit in a message of that size are cut (the reason says so); a fresh id
+    unless `event_id` is given (see dead_letter_id)."""
     payload, key, note = record.value or b"", record.key, ""
     if max_message_bytes is not None:
         payload, key, note = fitted(payload, key, max_message_bytes)
     return stamp(
         "DeadLetterRecorded",
         producer=consumer,
+        event_id=event_id,
         origin_topic=record.topic,
         origin_partition=record.partition,
         origin_offset=record.offset,
@@ -60,10 +117,28 @@ def with_note(reason: str, note: str) -> str:
     return f"{reason} ({note})" if note else reason
 
 
-async def decode_or_dead_letter(codec: Codec, producer: EventProducer, record: Any, consumer: str) -> Event | None:
-    """The record's event, or None after its bytes were written to the dead-letter topic."""
+async def send_dead_letter(producer: EventProducer, record: Any, error: Exception, consumer: str, *,
+                           max_message_bytes: int | None = None) -> Event:
+    """Write the record's dead letter (id from its coordinates, cut to `max_message_bytes`) and one WARNING line
+    naming topic[partition]@offset and the reason; the dead letter written."""
+    letter = dead_letter(record, error, consumer, max_message_bytes=max_message_bytes,
+                         event_id=dead_letter_id(record.topic, record.partition, record.offset))
+    await producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
+    log.warning("%s dead-lettered %s[%d]@%d (%d bytes): %s", consumer, record.topic, record.partition, record.offset,
+                len(record.value or b""), letter.data["reason"])
+    return letter
+
+
+async def decode_or_dead_letter(codec: Codec, producer: EventProducer, record: Any, consumer: str, *,
+                                carries: Collection[str] | None = None, max_message_bytes: int | None = None,
+                                dead_letters: bool = True) -> Event | None:
+    """The record's event (of a kind in `carries`, when given), or None once it is dead-lettered (see
+    send_dead_letter; skipped when `dead_letters` is false: another component owns them, see DEAD_LETTERED_BY)."""
     try:
-        return codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        if carries is None:
+            return codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+        return input_event(codec, record, carries)
     except DecodeError as error:
-        await producer.send(DEAD_LETTER_TOPIC, dead_letter(record, error, consumer), key=record.topic)
+        if dead_letters:
+            await send_dead_letter(producer, record, error, consumer, max_message_bytes=max_message_bytes)
         return None

@@ -122,3 +122,21 @@ def test_a_keyed_component_needs_its_key():
         replay(component("agent"), None, REGIONS, GOLDEN)
     assert replay(component("agent"), "a1", REGIONS, GOLDEN).state.started
 
+
+
+def test_an_event_of_a_kind_its_topic_does_not_carry_is_a_problem_and_is_not_folded():
+    """Given the deadlock history, when a copy of its DeadlockDetected also lies on swarm.waits (which carries waits
+    only) before the waits it names, then replay reports it at its coordinates, folds as without it, and verify fails,
+    as the streams worker dead-letters it instead of folding it."""
+    records = history.load(HISTORIES / "deadlock.hist").records
+    [alert] = [record for record in records if record.topic == "swarm.alerts"]
+    waits = [record for record in records if record.topic == "swarm.waits"]
+    misplaced = Record("swarm.waits", 0, 10_000, waits[0].timestamp - 1, None, alert.value)
+    clean = replay(component("waitgraph"), None, REGIONS, records)
+    dirty = replay(component("waitgraph"), None, REGIONS, (misplaced, *records))
+    [problem] = dirty.problems
+    assert (problem.topic, problem.partition, problem.offset) == ("swarm.waits", 0, 10_000)
+    assert "DeadlockDetected" in problem.reason and "does not belong on swarm.waits" in problem.reason
+    assert (dirty.state, dirty.events) == (clean.state, clean.events)
+    assert verify(records, REGIONS, [(component("waitgraph"), None)]).ok
+    assert not verify((misplaced, *records), REGIONS, [(component("waitgraph"), None)]).ok
