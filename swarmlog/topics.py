@@ -29,6 +29,8 @@ class TopicSpec:
         configs = {"cleanup.policy": self.cleanup, "max.message.bytes": str(settings.max_message_bytes)}
         if self.cleanup == "delete":
             configs["retention.ms"] = str(self.retention_ms)
+        if settings.replication_factor > 1:  # an acknowledged write survives the loss of any one replica
+            configs["min.insync.replicas"] = str(min(2, settings.replication_factor))
         return configs
 
 

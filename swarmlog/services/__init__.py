@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from swarmlog.errors import ServiceError
 from swarmlog.services.docker import run_kafka_container, run_redis_container
 from swarmlog.services.endpoints import Broker, Redis, Services
-from swarmlog.services.kafka import run_kafka
+from swarmlog.services.kafka import KafkaCluster, KafkaNode, run_kafka, run_kafka_cluster
 from swarmlog.services.probe import redis_answers
 from swarmlog.services.redis import run_redis
 from swarmlog.services.tansu import run_tansu
 from swarmlog.settings import Settings, require_reachable
 
-__all__ = ["Broker", "Redis", "Services", "open_broker", "open_redis", "open_services"]
+__all__ = ["Broker", "KafkaCluster", "KafkaNode", "Redis", "Services", "open_broker", "open_redis", "open_services",
+           "run_kafka", "run_kafka_cluster"]
 
 
 @contextlib.contextmanager

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
+import os
 import shutil
+import signal
 import tempfile
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from swarmlog.errors import ServiceError
 from swarmlog.services import process
 from swarmlog.services.endpoints import Broker
+from swarmlog.services.process import Child
 from swarmlog.services.probe import kafka_answers
 
 KAFKA_VERSION = "4.1.2"
@@ -81,16 +86,38 @@ def resolve_jars(cache_dir: Path) -> Path:
     return home / "libs"
 
 
-def server_properties(data_dir: Path, port: int, controller_port: int) -> str:
-    """A server.properties for a single node that is both broker and controller on 127.0.0.1."""
+def server_properties(data_dir: Path, port: int, controller_port: int, *, node_id: int = 1,
+                      voters: Mapping[int, int] | None = None) -> str:
+    """A server.properties for a node that is both broker and controller on 127.0.0.1.
+
+    `voters` maps every node id of the cluster to its controller port (this node alone when None); with three or more
+    nodes, internal topics are replicated three times and writes need two in-sync replicas.
+    """
+    voters = {node_id: controller_port} if voters is None else voters
     config = {
         **BROKER_CONFIG,
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        **replication_config(len(voters)),
+        "node.id": str(node_id),
+        "controller.quorum.voters": ",".join(f"{node}@127.0.0.1:{port_}" for node, port_ in sorted(voters.items())),
         "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "log.dirs": str(data_dir),
     }
     return "".join(f"{key}={value}\n" for key, value in config.items())
+
+
+def replication_config(nodes: int) -> dict[str, str]:
+    """Replication of the internal topics and the default min.insync.replicas for a cluster of `nodes` nodes."""
+    factor = min(nodes, 3)
+    in_sync = str(max(1, factor - 1))
+    return {
+        "offsets.topic.replication.factor": str(factor),
+        "transaction.state.log.replication.factor": str(factor),
+        "transaction.state.log.min.isr": in_sync,
+        "share.coordinator.state.topic.replication.factor": str(factor),
+        "share.coordinator.state.topic.min.isr": in_sync,
+        "min.insync.replicas": in_sync,
+    }
 
 
 def cluster_id(draw: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
@@ -104,30 +131,132 @@ def cluster_id(draw: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
     return drawn
 
 
+@dataclasses.dataclass
+class KafkaNode:
+    """One node (broker and controller) of a local cluster, on fixed ports and a fixed data dir: it can be killed
+    with SIGKILL and started again on the same ports and data, as an operator restarts a crashed broker."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    workdir: Path
+    jvm: tuple[str, ...]
+    name: str = f"Apache Kafka {KAFKA_VERSION}"
+    child: Child | None = None
+    _running: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack, repr=False)
+
+    @property
+    def bootstrap(self) -> str:
+        """host:port of this node's client listener."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def config(self) -> Path:
+        """Its server.properties."""
+        return self.workdir / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        """The file its output goes to, across restarts."""
+        return self.workdir / "kafka.log"
+
+    def spawn(self) -> None:
+        """Start the process, without waiting for it to answer (a cluster's first node waits for a quorum)."""
+        if self.child is not None and self.child.death() is None:
+            raise ServiceError(f"Kafka node {self.node_id} is already running (pid {self.child.pid})")
+        self._running.close()
+        self.child = self._running.enter_context(process.running(
+            [*self.jvm, "kafka.Kafka", str(self.config)], name=self.name,
+            log=self.log, ready=lambda: True, cwd=self.workdir))
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait until the node answers a metadata request; ServiceError with its log's tail if it dies or times out."""
+        deadline = time.monotonic() + timeout_s
+        while not kafka_answers(self.bootstrap):
+            assert self.child is not None, "spawn the node first"
+            if (death := self.child.death(lines=40)) is not None:
+                raise ServiceError(f"while starting, {death}")
+            if time.monotonic() > deadline:
+                raise ServiceError(f"Kafka node {self.node_id} was not ready after {timeout_s:.0f}s; its log "
+                                   f"{self.log} ends:\n{process.log_tail(self.log)}")
+            time.sleep(0.1)
+
+    def start(self, timeout_s: float = 90.0) -> None:
+        """Start the node (again) on its ports and data dir and wait until it answers."""
+        self.spawn()
+        self.wait_ready(timeout_s)
+
+    def kill(self) -> None:
+        """SIGKILL the node's process group (no shutdown, as a crash), and wait until it is gone."""
+        if self.child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.child.pid, signal.SIGKILL)
+            self.child.popen.wait()
+        self._running.close()
+
+    def stop(self) -> None:
+        """Stop the node gracefully (SIGTERM, then SIGKILL after a timeout); idempotent."""
+        self._running.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaCluster:
+    """A local KRaft cluster of combined broker+controller nodes; `broker` is what clients connect to."""
+
+    nodes: tuple[KafkaNode, ...]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's client listener, comma-separated."""
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    @property
+    def broker(self) -> Broker:
+        """The cluster as a Broker; its `child` is the first node's process while the cluster has one node."""
+        child = self.nodes[0].child if len(self.nodes) == 1 else None
+        return Broker(kind="kafka", bootstrap=self.bootstrap, supports_transactions=True, child=child)
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The node with that id."""
+        return next(node for node in self.nodes if node.node_id == node_id)
+
+
+@contextlib.contextmanager
+def run_kafka_cluster(cache_dir: Path, nodes: int = 3, timeout_s: float = 90.0) -> Iterator[KafkaCluster]:
+    """A fresh KRaft cluster of `nodes` broker+controller nodes on free ports, one temporary data dir each, removed on
+    exit; every node can be killed and restarted on its ports and data (see KafkaNode)."""
+    java = process.require_binary("java", apt_package="openjdk-17-jre-headless", needed_by="Apache Kafka")
+    jvm = (java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", f"{resolve_jars(cache_dir)}/*")
+    with tempfile.TemporaryDirectory(prefix="swarmlog-kafka-") as tmp:
+        ports = process.free_ports(2 * nodes)
+        voters = {index + 1: ports[2 * index + 1] for index in range(nodes)}
+        cluster = KafkaCluster(tuple(
+            KafkaNode(node_id, ports[2 * index], voters[node_id], Path(tmp) / f"node-{node_id}", jvm,
+                      name=f"Apache Kafka {KAFKA_VERSION} node {node_id}")
+            if nodes > 1 else KafkaNode(node_id, ports[0], voters[node_id], Path(tmp), jvm)
+            for index, node_id in enumerate(voters)))
+        shared_id = cluster_id()
+        for node in cluster.nodes:
+            node.workdir.mkdir(exist_ok=True)
+            node.config.write_text(server_properties(node.workdir / "data", node.port, node.controller_port,
+                                                     node_id=node.node_id, voters=voters))
+            process.run_once([*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", shared_id,
+                              "--config", str(node.config)], what=f"Formatting Kafka node {node.node_id}'s storage",
+                             log=node.log)
+        try:
+            for node in cluster.nodes:  # all at once: no node answers before a majority of the controllers runs
+                node.spawn()
+            for node in cluster.nodes:
+                node.wait_ready(timeout_s)
+            yield cluster
+        finally:  # all at once too: a node stopping alone waits for a quorum the others are leaving
+            process.stop_all([node.child.popen for node in cluster.nodes if node.child is not None])
+            for node in cluster.nodes:
+                node.stop()
+
+
 @contextlib.contextmanager
 def run_kafka(cache_dir: Path, timeout_s: float = 90.0) -> Iterator[Broker]:
     """A fresh Apache Kafka broker on free ports with a temporary log dir, removed on exit."""
-    java = process.require_binary("java", apt_package="openjdk-17-jre-headless", needed_by="Apache Kafka")
-    classpath = f"{resolve_jars(cache_dir)}/*"
-    with tempfile.TemporaryDirectory(prefix="swarmlog-kafka-") as tmp:
-        workdir = Path(tmp)
-        log = workdir / "kafka.log"
-        port, controller_port = process.free_ports(2)
-        config = workdir / "server.properties"
-        config.write_text(server_properties(workdir / "data", port, controller_port))
-        jvm = [java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", classpath]
-        process.run_once(
-            [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id(), "--config", str(config)],
-            what="Formatting Kafka's storage",
-            log=log,
-        )
-        bootstrap = f"127.0.0.1:{port}"
-        with process.running(
-            [*jvm, "kafka.Kafka", str(config)],
-            name=f"Apache Kafka {KAFKA_VERSION}",
-            log=log,
-            ready=lambda: kafka_answers(bootstrap),
-            timeout_s=timeout_s,
-            cwd=workdir,
-        ) as broker:
-            yield Broker(kind="kafka", bootstrap=bootstrap, supports_transactions=True, child=broker)
+    with run_kafka_cluster(cache_dir, nodes=1, timeout_s=timeout_s) as cluster:
+        yield cluster.broker
