@@ -21,7 +21,8 @@ from aiokafka import ConsumerRecord, TopicPartition
 from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.placement import owner
 from swarmlog.coordinator.shell.announce import read_announcements
-from swarmlog.coordinator.shell.recovery import JOURNAL
+from swarmlog.coordinator.journal import Unreadable
+from swarmlog.coordinator.shell.recovery import JOURNAL, repair_command
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.coordinator import plan
@@ -337,11 +338,14 @@ class MissionClient:
             await consumer.stop()
 
     def _decoded(self, record: ConsumerRecord) -> Event | None:
-        """A journal record's event; None (reported, then passed over) when it cannot be decoded."""
+        """A record's event; None when it cannot be decoded (a journal record is reported, with its repair)."""
         try:
             return self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
         except DecodeError as exc:
-            log.warning("passing over %s", exc)
+            if record.topic == JOURNAL:
+                region = self._settings.region_names[record.partition]
+                log.warning("passing over %s; unless it was repaired, %s's coordinator will not start until it is: %s",
+                            exc, region, repair_command(region, [Unreadable(record.offset, exc.reason)]))
             return None
 
     async def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:

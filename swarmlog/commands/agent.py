@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from swarmlog import logs
 from swarmlog.actors.brains import BRAINS
 from swarmlog.actors.shell import AgentConfig, run_agent
 from swarmlog.commands.common import one_line_errors
@@ -54,4 +55,5 @@ def agent(
         data_dir=data_dir or settings.cache_dir / "agents", heartbeat_s=heartbeat_s, ask_peers=ask_peers,
         ask_timeout_s=ask_timeout_s, ground_truth=ground_truth, resync_s=resync_s,
     )
+    logs.configure()
     asyncio.run(run_agent(config, settings))

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from swarmlog import logs
 from swarmlog.commands.common import one_line_errors, out
 from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
@@ -40,6 +41,7 @@ def coordinator(
     passes over them."""
     if context.invoked_subcommand is not None:
         return
+    logs.configure()
     asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir))
 
 
