@@ -94,8 +94,14 @@ def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
     return Registry(fold_by_agent(state.agents, events, evolve_agent))
 
 
-def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[Event]:
-    """AgentDeclaredDead for each alive agent silent for more than `timeout_ms` at `now_ms`, once per epoch."""
+def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                    watched_since_ms: int = 0) -> list[Event]:
+    """AgentDeclaredDead for each alive agent silent for more than `timeout_ms` at `now_ms`, once per epoch.
+
+    Silence counts from `watched_since_ms` at the earliest: the time since which the decider has read the log without
+    a gap. Before it the log could not be read (a broker outage), so no heartbeat could arrive and the silence is the
+    outage's, not the agent's: every agent gets a full timeout after the log is back.
+    """
     return [
         alert(
             "AgentDeclaredDead",
@@ -109,7 +115,7 @@ def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIME
             in_flight_task=view.in_flight_task,
         )
         for view in sorted(state.agents.values(), key=lambda v: v.agent_id)
-        if view.alive and now_ms - view.last_heartbeat_ms > timeout_ms
+        if view.alive and now_ms - max(view.last_heartbeat_ms, watched_since_ms) > timeout_ms
     ]
 
 

@@ -33,6 +33,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "swarmlog_recovery_seconds": ("gauge", "How long the last recovery (state rebuilt from the log) took.",
                                   ("process",)),
     "swarmlog_consumer_lag": ("gauge", "Records on a consumed topic past the consumer's position.", ("topic",)),
+    "swarmlog_broker_waiting_seconds": ("gauge", "Seconds the process has been waiting for the broker to answer "
+                                                 "(0 while it answers).", ()),
 }
 
 
@@ -68,6 +70,9 @@ class Sensor:
 
     def on_lag(self, topic: str, lag: int) -> None:
         """The consumer is `lag` records behind the ends of `topic`."""
+
+    def on_broker_waiting(self, seconds: float) -> None:
+        """The process has waited `seconds` for the broker to answer (0: it answers)."""
 
 
 class Metrics(Sensor):
@@ -121,6 +126,9 @@ class Metrics(Sensor):
 
     def on_lag(self, topic: str, lag: int) -> None:
         self._m["swarmlog_consumer_lag"].labels(topic).set(max(0, lag))
+
+    def on_broker_waiting(self, seconds: float) -> None:
+        self._m["swarmlog_broker_waiting_seconds"].set(max(0.0, seconds))
 
 
 class Server:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import mode
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import KafkaError
 from faust.types import TP
 
 
@@ -33,3 +34,9 @@ class EndOffsets(mode.Service):
         if self._client is None:
             return None
         return await self._client.end_offsets(list(partitions))
+
+    async def ping(self) -> None:
+        """Ask the cluster for its metadata: a KafkaError (or a cancellation on timeout) unless a broker answers."""
+        if self._client is None:
+            raise KafkaError("the end-offsets client has not started yet")
+        await self._client.topics()

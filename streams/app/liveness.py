@@ -19,6 +19,7 @@ from .ends import EndOffsets
 from .progress import Progress
 from .records import Io, now_ms, raw_topic
 from .tables import fold_table
+from .watch import Watch
 
 REGISTRY = "swarm.agents.registry"
 HEARTBEATS = "swarm.agents.heartbeats"
@@ -29,6 +30,8 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     table = fold_table(app, "registry")
     ends = app.service(EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets"))
     progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
+    # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
+    watch = Watch(ends, config.settings.bootstrap or "", gap_ms=int(config.tick_s * 4000), sensor=io.sensor)
     in_flight: set[str] = set()
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 
@@ -42,7 +45,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
             in_flight.discard(event.event_id)
 
     async def declare_deaths() -> None:
-        if not progress.caught_up():
+        if not await watch.check(patience_s=config.tick_s * 2) or not progress.caught_up():
             return
         if not recovered:
             recovered.append(time.monotonic())
@@ -51,13 +54,13 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
         views = dict(table.items())
         for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
-        if not decide_liveness(Registry(views), now, config.liveness_timeout_ms):
+        if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
             return
         # A heartbeat written before `now` may be missing from the last fetch: fold up to the broker's end offsets,
         # then decide for `now` (a heartbeat folded meanwhile only shows an agent alive).
         if not await progress.reaches_broker_end(patience_s=config.tick_s * 2):
             return
-        deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms)
+        deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
             if death.event_id not in in_flight:
                 in_flight.add(death.event_id)
