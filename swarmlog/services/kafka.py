@@ -9,6 +9,7 @@ import base64
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -219,6 +220,17 @@ class KafkaCluster:
     def node(self, node_id: int) -> KafkaNode:
         """The node with that id."""
         return next(node for node in self.nodes if node.node_id == node_id)
+
+    def active_controller(self) -> int | None:
+        """The id of the quorum's leader (the active controller) in the newest epoch any node has recorded in its
+        quorum-state file, or None while none has."""
+        known: list[tuple[int, int]] = []
+        for node in self.nodes:
+            with contextlib.suppress(OSError, ValueError):
+                state = json.loads((node.workdir / "data" / "__cluster_metadata-0" / "quorum-state").read_text())
+                if state.get("leaderId", -1) >= 0:
+                    known.append((state["leaderEpoch"], state["leaderId"]))
+        return max(known)[1] if known else None
 
 
 @contextlib.contextmanager
