@@ -21,3 +21,8 @@ test: setup-kafka setup-clients
 
 bench: setup-kafka
 	.venv/bin/python bench/codec_bench.py
+
+# The heavy tier: brokers killed, bounced and clustered under live missions (tests marked `cluster`, minutes).
+.PHONY: test-cluster
+test-cluster: setup-kafka
+	.venv/bin/pytest -m cluster tests/faults

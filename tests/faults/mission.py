@@ -79,9 +79,11 @@ async def crew(settings: Settings, tmp_path: Path, agents: int = 3, heartbeat_s:
     capability = f"faults-{uuid.uuid4().hex[:8]}"
     brain = tmp_path / "brain.json"
     brain.write_text(json.dumps({"median_ms": brain_ms, "sigma": 0.2}))
-    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+           "SWARMLOG_REPLICATION_FACTOR": str(settings.replication_factor)}  # topics a process creates replicate too
     worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "streams")
-    worker.env["SWARMLOG_METRICS_PORT"] = str(streams_metrics_port)
+    worker.env.update(SWARMLOG_METRICS_PORT=str(streams_metrics_port),
+                      SWARMLOG_REPLICATION_FACTOR=str(settings.replication_factor))
     processes: dict[str, subprocess.Popen] = {}
     agent_ids = [f"{capability}-{index}" for index in range(agents)]
     async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
