@@ -119,9 +119,11 @@ class Client:
         """The decodable events of `topic` that `keep` accepts, once `until` holds for them or the timeout passes."""
         return asyncio.run(self._read(topic, keep, until, timeout_s))
 
-    def send_records(self, topic: str, key: str, payloads: Iterable[bytes]) -> list[Coordinates]:
-        """Produce raw payloads (up to LARGE_BYTES and more) under `key`, in order; where each landed."""
-        return asyncio.run(self._send_records(topic, key, list(payloads)))
+    def send_records(self, topic: str, key: str, payloads: Iterable[bytes],
+                     partition: int | None = None) -> list[Coordinates]:
+        """Produce raw payloads (up to LARGE_BYTES and more) under `key`, in order, to `partition` or the key's; where
+        each landed."""
+        return asyncio.run(self.send_records_async(topic, key, list(payloads), partition))
 
     def send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
         """Connect, then stamp the event `make` builds and produce it; returns it with the wall-clock ms of its ack."""
@@ -132,9 +134,12 @@ class Client:
             for payload in payloads:
                 await producer.send_and_wait(topic, payload, key=key.encode())
 
-    async def _send_records(self, topic: str, key: str, payloads: list[bytes]) -> list[Coordinates]:
+    async def send_records_async(self, topic: str, key: str, payloads: list[bytes],
+                                 partition: int | None = None) -> list[Coordinates]:
+        """`send_records`, in a running event loop."""
         async with self._producer(max_request_size=2 * LARGE_BYTES) as producer:
-            sent = [await producer.send_and_wait(topic, payload, key=key.encode()) for payload in payloads]
+            sent = [await producer.send_and_wait(topic, payload, key=key.encode(), partition=partition)
+                    for payload in payloads]
         return [(topic, metadata.partition, metadata.offset) for metadata in sent]
 
     async def _send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
