@@ -30,8 +30,13 @@ class TopicSpec:
         if self.cleanup == "delete":
             configs["retention.ms"] = str(self.retention_ms)
         if settings.replication_factor > 1:  # an acknowledged write survives the loss of any one replica
-            configs["min.insync.replicas"] = str(min(2, settings.replication_factor))
+            configs["min.insync.replicas"] = str(min_insync_replicas(settings))
         return configs
+
+
+def min_insync_replicas(settings: Settings) -> int:
+    """The in-sync replicas a write to a swarmlog topic needs: 2 where topics are replicated, else 1."""
+    return min(2, settings.replication_factor)
 
 
 def catalog(settings: Settings) -> tuple[TopicSpec, ...]:

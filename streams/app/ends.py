@@ -35,8 +35,14 @@ class EndOffsets(mode.Service):
             return None
         return await self._client.end_offsets(list(partitions))
 
-    async def ping(self) -> None:
-        """Ask the cluster for its metadata: a KafkaError (or a cancellation on timeout) unless a broker answers."""
+    async def ping(self, topics: Iterable[str], min_insync: int) -> None:
+        """Ask the cluster for its metadata; a KafkaError (or a timeout) unless a broker answers and every partition
+        of `topics` has a leader and `min_insync` in-sync replicas, so it takes writes (heartbeats) now."""
         if self._client is None:
             raise KafkaError("the end-offsets client has not started yet")
-        await self._client.topics()
+        cluster = await self._client._client.fetch_all_metadata()
+        for topic in topics:
+            for partition in cluster._partitions.get(topic, {}).values():  # aiokafka keeps the ISR only here
+                if partition.leader < 0 or len(partition.isr) < min_insync:
+                    raise KafkaError(f"{topic}[{partition.partition}] takes no writes now: leader "
+                                     f"{partition.leader}, in-sync replicas {partition.isr}, {min_insync} needed")

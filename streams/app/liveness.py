@@ -13,6 +13,7 @@ import time
 import faust
 
 from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
+from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
@@ -31,7 +32,8 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     ends = app.service(EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets"))
     progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
     # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
-    watch = Watch(ends, config.settings.bootstrap or "", gap_ms=int(config.tick_s * 4000), sensor=io.sensor)
+    watch = Watch(ends, config.settings.bootstrap or "", gap_ms=int(config.tick_s * 4000), sensor=io.sensor,
+                  writable=((HEARTBEATS,), min_insync_replicas(config.settings)))
     in_flight: set[str] = set()
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 

@@ -21,10 +21,16 @@ logger = logging.getLogger(__name__)
 
 
 class Watch:
-    """Pings the broker every tick; `since_ms` is when the current unbroken run of answers began."""
+    """Pings the broker every tick; `since_ms` is when the current unbroken run of answers began.
 
-    def __init__(self, ends: EndOffsets, bootstrap: str, gap_ms: int, sensor: Sensor) -> None:
+    On a cluster the broker may answer while a heartbeat partition takes no writes (its in-sync replicas below
+    min.insync.replicas after a node loss): for the agents that is an outage too, so such an answer does not count.
+    """
+
+    def __init__(self, ends: EndOffsets, bootstrap: str, gap_ms: int, sensor: Sensor,
+                 writable: tuple[tuple[str, ...], int] = ((), 1)) -> None:
         self._ends, self._bootstrap, self._gap_ms, self._sensor = ends, bootstrap, gap_ms, sensor
+        self._writable = writable  # (topics, in-sync replicas): an answer counts only while these take writes
         self.since_ms = 0  # from the worker's start: a restarted worker decides at once, as before
         self._answered_ms: int | None = None
         self._waiting_since_ms: int | None = None
@@ -33,7 +39,7 @@ class Watch:
         """Ask the broker once; whether it answered within `patience_s`."""
         try:
             async with asyncio.timeout(patience_s):
-                await self._ends.ping()
+                await self._ends.ping(*self._writable)
         except (KafkaError, TimeoutError) as exc:
             self.failed(now_ms(), exc)
             return False
