@@ -32,7 +32,8 @@ from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC, dead_letter
+from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event,
+                                    send_dead_letter)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
@@ -44,7 +45,6 @@ from swarmlog.topics import catalog
 INBOX_TOPIC = "swarm.agents.inbox"
 CONTROL_TOPIC = "swarm.control"
 REGISTRY_TOPIC = "swarm.agents.registry"
-CONTROL_EVENTS = ("DrainRequested", "ResyncRequested", "BudgetExceeded", "BudgetRestored")
 RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
 
@@ -238,7 +238,7 @@ class Agent:
         """Fold a registry record into the peer directory; skip one it cannot decode.
 
         Only a component that consumes a topic for its effects writes that topic's dead letters: the registry's is
-        the coordinator, which enlists agents from it. The agent reads the registry for a directory of peers, from the
+        the streams worker (DEAD_LETTERED_BY). The agent reads the registry for a directory of peers, from the
         beginning at every start, so dead-lettering here would write each bad record again at every start of every
         agent that asks peers."""
         try:
@@ -353,10 +353,6 @@ class Agent:
         event = await self._decoded(record)
         if event is None:
             return
-        if event.name not in CONTROL_EVENTS:
-            if self._mine(record):
-                await self._dead_letter(record, RejectedCommand(f"{event.name} is not a control event"))
-            return
         if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
             self.stop()
         elif event.name == "ResyncRequested" and event.data["target"] in (self._config.agent_id, "*"):
@@ -453,12 +449,13 @@ class Agent:
         return written
 
     async def _decoded(self, record) -> Event | None:
-        """The record's event, or None after dead-lettering it (when it is meant for this agent, see `_mine`)."""
+        """The record's event when it decodes to a kind its topic carries; else None, after dead-lettering it when
+        that is this agent's to do (its inbox's records meant for it: see DEAD_LETTERED_BY and `_mine`)."""
         try:
-            return self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+            return input_event(self._codec, record, TOPIC_EVENTS[record.topic])
         except DecodeError as error:
             self._sensor.on_decode_failure(record.topic)
-            if self._mine(record):
+            if DEAD_LETTERED_BY.get(record.topic) == "agent" and self._mine(record):
                 await self._dead_letter(record, error)
             return None
 
@@ -471,17 +468,13 @@ class Agent:
         return record.key in (None, b"*", self._config.agent_id.encode())
 
     async def _dead_letter(self, record, error: Exception) -> None:
-        """Write a record this agent cannot use to swarm.deadletter, with its coordinates and the reason.
+        """Write a record this agent cannot use to swarm.deadletter, with its coordinates and the reason (one WARNING).
 
-        The dead letter's id derives from this consumer and the record's coordinates, so a record read again (after
-        kill -9 before the checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the
-        same dead letter, which readers dedupe by event id."""
-        log.warning("agent %s dead-letters %s[%d]@%d: %s", self._config.agent_id, record.topic, record.partition,
-                    record.offset, error)
-        letter = dead_letter(record, error, self._name, max_message_bytes=self._settings.max_message_bytes)
-        letter = Event(letter.name, letter.data | {
-            "event_id": f"{self._name}/dead-letter/{record.topic}/{record.partition}/{record.offset}"})
-        await self._producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
+        The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
+        checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
+        which readers dedupe by event id."""
+        await send_dead_letter(self._producer, record, error, self._name,
+                               max_message_bytes=self._settings.max_message_bytes)
         self._sensor.on_produced(DEAD_LETTER_TOPIC)
 
     def _save(self, inbox: int) -> None:

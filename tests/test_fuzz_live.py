@@ -106,11 +106,10 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
     assert set(recorded.values()) == {1}, recorded
     assert sorted(t for _, t, _, _ in recorded) == sorted(f"t{i}" for i in range(TASKS))
     wrong = {at: (garbage_at[at][0], count) for at, count in counts.items() if count != (garbage_at[at][1] is not None)}
-    agents_part = {at: found for at, found in wrong.items() if _agents_known_gap(at, *found)}
-    assert {at: found for at, found in wrong.items() if at not in agents_part} == {}
+    assert wrong == {}
     assert not [at for at in duplicates_at if at in letters], "a duplicate of a real event was dead-lettered"
     for at, (kind, owner) in garbage_at.items():
-        for letter in [] if at in agents_part else letters.get(at, {}).values():
+        for letter in letters.get(at, {}).values():
             assert letter.data["error_type"] in ERRORS, (at, kind, letter)
             assert letter.data["consumer"].startswith(CONSUMERS[owner]), (at, letter.data["consumer"])
             if owner == "coordinator":
@@ -118,16 +117,6 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
     assert {at[1] % REGIONS for at, (_, owner) in garbage_at.items() if owner == "coordinator"} == {0, 1}
     assert exited == {victim: -signal.SIGKILL} and worker_alive, f"processes that exited: {exited}"
     assert [len({e.event_id for e in log.named("AgentRegistered", agent_id=agent)}) for agent in agent_ids] == [1] * AGENTS
-    if agents_part:
-        pytest.xfail(f"the agent (actors/shell.py) still dead-letters control records the streams worker dead-letters, "
-                     f"and skips an event of a kind the inbox does not carry without a dead letter: {agents_part}")
-
-
-def _agents_known_gap(at: Coordinates, kind: str, count: int) -> bool:
-    """The agent's two open gaps (actors/, not yet fixed): a control record keyed to it gets its dead letter besides
-    the streams worker's; an event of another kind on its inbox gets none."""
-    return ((at[0] == "swarm.control" and count == 2)
-            or (at[0] == INBOX and kind == "another kind of event" and count == 0))
 
 
 @contextlib.asynccontextmanager
