@@ -36,8 +36,9 @@ class EndOffsets(mode.Service):
         return await self._client.end_offsets(list(partitions))
 
     async def ping(self, topics: Iterable[str], min_insync: int) -> None:
-        """Ask the cluster for its metadata; a KafkaError (or a timeout) unless a broker answers and every partition
-        of `topics` has a leader and `min_insync` in-sync replicas, so it takes writes (heartbeats) now."""
+        """Ask the cluster for its metadata and each partition of `topics` for its end offset; a KafkaError (or a
+        timeout) unless every partition has a leader that answers and `min_insync` in-sync replicas, so it takes
+        writes (heartbeats) now."""
         if self._client is None:
             raise KafkaError("the end-offsets client has not started yet")
         cluster = await self._client._client.fetch_all_metadata()
@@ -46,3 +47,6 @@ class EndOffsets(mode.Service):
                 if partition.leader < 0 or len(partition.isr) < min_insync:
                     raise KafkaError(f"{topic}[{partition.partition}] takes no writes now: leader "
                                      f"{partition.leader}, in-sync replicas {partition.isr}, {min_insync} needed")
+        # Metadata names a killed leader until the controller fences it (broker.session.timeout.ms): ask each leader.
+        await self._client.end_offsets([TP(topic, partition) for topic in topics
+                                         for partition in cluster.partitions_for_topic(topic) or ()])
