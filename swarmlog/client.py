@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.placement import owner
@@ -292,29 +292,31 @@ class MissionClient:
     async def locate(self, mission_id: str) -> str:
         """The region whose journal holds the mission; else the region its MissionSubmitted names (it waits for a
         coordinator there); else its placement over every region."""
-        for index, region in enumerate(self._settings.region_names):
-            if await self._find(TopicPartition(JOURNAL, index), mission_id) is not None:
-                return region
-        for partition in range(spec_for(self._settings, MISSIONS).partitions):
-            submitted = await self._find(TopicPartition(MISSIONS, partition), mission_id)
-            if submitted is not None:
-                return self.region_of(mission_id, submitted.data.get("region"))
-        return self.region_of(mission_id)
-
-    async def _find(self, tp: TopicPartition, mission_id: str) -> Event | None:
-        """The first event of the mission in a partition, read from its start to its end; None if there is none."""
+        journals = [TopicPartition(JOURNAL, index) for index in range(len(self._settings.region_names))]
+        missions = [TopicPartition(MISSIONS, index) for index in range(spec_for(self._settings, MISSIONS).partitions)]
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
         await consumer.start()
         try:
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            async for record in records_to_end(consumer, tp):
-                if mission_id.encode() in (record.value or b""):  # cheap pre-check before decoding
-                    event = self._decoded(record)
-                    if event is not None and event.data.get("mission_id") == mission_id:
-                        return event
+            for tp in journals:
+                if await self._find(consumer, tp, mission_id) is not None:
+                    return self._settings.region_names[tp.partition]
+            for tp in missions:
+                submitted = await self._find(consumer, tp, mission_id)
+                if submitted is not None:
+                    return self.region_of(mission_id, submitted.data.get("region"))
         finally:
             await consumer.stop()
+        return self.region_of(mission_id)
+
+    async def _find(self, consumer: AIOKafkaConsumer, tp: TopicPartition, mission_id: str) -> Event | None:
+        """The first event of the mission in a partition, read from its start to its end; None if there is none."""
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        async for record in records_to_end(consumer, tp):
+            if mission_id.encode() in (record.value or b""):  # cheap pre-check before decoding
+                event = self._decoded(record)
+                if event is not None and event.data.get("mission_id") == mission_id:
+                    return event
         return None
 
     async def follow(self, mission_id: str, region: str | None = None) -> AsyncIterator[Event]:

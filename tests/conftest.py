@@ -60,3 +60,21 @@ def settings(broker: Broker, redis_url: str) -> Settings:
                                      redis_url=redis_url)
     asyncio.run(ensure_topics(configured))
     return configured
+
+
+@pytest.fixture(scope="module")
+def own_broker(broker: Broker) -> Iterator[Broker]:
+    """A fresh broker of the session broker's kind for one test module: no other module's coordinators on it."""
+    if broker.kind == "external":
+        yield broker
+        return
+    with open_broker(dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=None)) as fresh:
+        yield fresh
+
+
+@pytest.fixture
+async def own_settings(own_broker: Broker) -> Settings:
+    """Settings for the module's own broker, its topics ensured."""
+    configured = dataclasses.replace(Settings.from_env(), broker=own_broker.kind, bootstrap=own_broker.bootstrap)
+    await ensure_topics(configured)
+    return configured

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,7 @@ from swarmlog.client import (Consensus, FinalAction, Mission, MissionProgress, T
                              validate_mission)
 from swarmlog.commands.watch import render
 from swarmlog.coordinator.shell import CoordinatorService
-from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.codec import decode
-from swarmlog.services import Broker, open_broker
 from swarmlog.settings import Settings
 
 from coordinator.live import ScriptedAgent, serving  # tests/coordinator (tests/ is on sys.path)
@@ -34,28 +31,15 @@ CREW = (("coding", "decision_making"), ("coding", "review"), ("testing", "review
         ("testing", "coding", "decision_making"))
 
 
-@pytest.fixture(scope="module")
-def own_broker(broker: Broker) -> Iterator[Broker]:
-    """A fresh broker of the session broker's kind, so region-0 starts empty here.
+@pytest.fixture
+def settings(own_settings: Settings) -> Settings:
+    """This module runs on a broker of its own (see `own_broker` in conftest.py).
 
     Known issue, open: after the region-0 coordinators of other test modules (kill -9s, aborted transactions), a
     new region-0 coordinator on the shared broker sometimes took over two minutes to take its first mission.
     The operator CLI is what this module tests, so it runs on a broker of its own until that is understood.
     """
-    if broker.kind == "external":
-        yield broker
-        return
-    with open_broker(dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=None)) as fresh:
-        yield fresh
-
-
-@pytest.fixture
-async def settings(own_broker: Broker) -> Settings:
-    """Settings for this module's broker, its topics ensured."""
-    broker = own_broker
-    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap)
-    await ensure_topics(configured)
-    return configured
+    return own_settings
 
 
 def env(settings: Settings) -> dict[str, str]:

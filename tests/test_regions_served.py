@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,8 @@ from swarmlog.coordinator.announcements import Announcement, evolve, fold, serve
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.envelope import stamp
 from swarmlog.errors import ConfigError
-from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.services import Broker, open_broker
+from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
 from test_cli_ops import invoke
@@ -66,24 +64,11 @@ def test_announcement_expiry_is_three_intervals() -> None:
     assert announcement.serves_at(300) and not announcement.serves_at(301)
 
 
-# On real brokers.
-
-@pytest.fixture(scope="module")
-def fresh_broker(broker: Broker) -> Iterator[Broker]:
-    """A broker of the session's kind with no coordinator from other tests announcing on it."""
-    if broker.kind == "external":
-        yield broker
-        return
-    with open_broker(dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=None)) as fresh:
-        yield fresh
-
+# On real brokers (a broker of this module's own, so no coordinator of another test announces on it).
 
 @pytest.fixture
-async def settings(fresh_broker: Broker) -> Settings:
-    configured = dataclasses.replace(Settings.from_env(), broker=fresh_broker.kind, bootstrap=fresh_broker.bootstrap)
-    await ensure_topics(configured)
-    return configured
-
+def settings(own_settings: Settings) -> Settings:
+    return own_settings
 
 async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more(settings: Settings,
                                                                                 tmp_path: Path) -> None:
@@ -105,7 +90,7 @@ async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_t
     assert "warning: no coordinator serves region-3 now" in submitted.stderr
     mission_id = json.loads(submitted.stdout)["mission_id"]
 
-    watched = await invoke(settings, "watch", mission_id, "--json", "--timeout-s", "5")
+    watched = await invoke(settings, "watch", mission_id, "--json", "--timeout-s", "15")
     assert watched.exit_code == 1
     waiting = [json.loads(line) for line in watched.stdout.splitlines() if '"waiting"' in line]
     assert waiting and waiting[0]["message"] == "waiting: no coordinator serves region-3", watched.output
