@@ -214,12 +214,11 @@ class CoordinatorService:
             await self._write(decision)
 
     def _dead_letters(self, record: ConsumerRecord) -> bool:
-        """Whether an unusable record is this coordinator's to dead-letter: its topic's dead letters are the
-        coordinators' (DEAD_LETTERED_BY: not the registry's or control's, which the streams worker writes) and, as every
-        coordinator reads every partition, its partition is this region's (partition modulo the number of regions)."""
-        regions = self._settings.region_names
-        return (DEAD_LETTERED_BY.get(record.topic) == "coordinator"
-                and regions[record.partition % len(regions)] == self._region)
+        """Whether an unusable record is this coordinator's to dead-letter: when its topic's dead letters are the
+        coordinators' (DEAD_LETTERED_BY: not the registry's or control's, which the streams worker writes). Every
+        coordinator reads every partition and writes the same dead letter (its id derives from the coordinates), so
+        there is one by id however many regions run, and one as long as any runs."""
+        return DEAD_LETTERED_BY.get(record.topic) == "coordinator"
 
     async def _tick(self) -> None:
         """Decide a Tick once per new 250 ms bucket; write what it emits in a unit of its own."""

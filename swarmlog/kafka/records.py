@@ -43,7 +43,8 @@ DEAD_LETTERED_BY = {
 }
 """Who writes the dead letters of a topic's unusable records (the one component reading it for its effects that is
 sure to read every record of it): the streams worker reads the registry and control for deaths and budgets as one
-group, where every coordinator and every agent reads them whole; an inbox record is its addressee's. Any other reader
+group, where every coordinator and every agent reads them whole; every coordinator reads the coordinators' topics
+whole and writes the same dead letter (one id: see dead_letter_id); an inbox record is its addressee's. Any other reader
 skips them. Nobody dead-letters swarm.deadletter (a loop), the journal (the coordinator stops and asks for a repair)
 or what only clients read (swarm.coordinators, swarm.groundtruth)."""
 
