@@ -39,7 +39,8 @@ from coordinator.live import attempts, eventually, journal, named, submit
 
 sys.path[:0] = [str(Path(__file__).parent / "streams"), str(Path(__file__).parent / "actors")]
 from agent_harness import Log, start_agent, task_assigned  # noqa: E402
-from worker_harness import Client, Coordinates, Worker, garbage, large_records_taken, now_event  # noqa: E402
+from worker_harness import (Client, Coordinates, Worker, garbage, large_records_taken, now_event,  # noqa: E402
+                            stop_swarm)
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.slow]
 JOURNAL, DEADLETTER, INBOX = "swarm.coordinator.journal", "swarm.deadletter", "swarm.agents.inbox"
@@ -148,16 +149,7 @@ async def swarm(settings: Settings, tmp_path: Path, capability: str,
             await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
             yield processes, worker, log
         finally:
-            for process in processes.values():
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
-            for process in processes.values():
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            if worker.process is not None and worker.process.poll() is None:
-                worker.stop()
+            stop_swarm(processes.values(), worker)
 
 
 async def latest_records(settings: Settings, topics: tuple[str, ...], agent_ids: list[str]) -> dict[str, object]:

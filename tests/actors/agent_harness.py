@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from swarmlog.kafka.collecting import Collector
@@ -26,6 +26,23 @@ def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *e
     log = open(data_dir / f"{agent_id}.log", "ab")  # noqa: SIM115 - the child owns it
     return subprocess.Popen([sys.executable, "-m", "swarmlog", "agent", agent_id, "--slot", str(slot),
                              "--data-dir", str(data_dir), *extra], env=env, stdout=log, stderr=log)
+
+
+def spawner(settings: Settings, agent_id: str, slot: int, data_dir: Path,
+            default: tuple[str, ...] = ()) -> Iterator[Callable[..., subprocess.Popen]]:
+    """A `start(*extra)` that starts the agent (again, after a stop or a kill) with `extra`, else `default`; whatever
+    still runs at the end is killed. For a fixture to yield from."""
+    processes: list[subprocess.Popen] = []
+
+    def start(*extra: str) -> subprocess.Popen:
+        processes.append(start_agent(settings, agent_id, slot, data_dir, *(extra or default)))
+        return processes[-1]
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 def stop_agent(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: float = 30) -> int:

@@ -9,7 +9,7 @@ import uuid
 import zlib
 
 import pytest
-from agent_harness import Log, send_inbox, start_agent, stop_agent, task_assigned
+from agent_harness import Log, send_inbox, spawner, stop_agent, task_assigned
 
 from swarmlog.actors.actions import parse_action
 from swarmlog.settings import Settings
@@ -31,17 +31,7 @@ def slot_of(settings: Settings, agent_id: str) -> int:
 @pytest.fixture
 def spawn(settings, agent_id, tmp_path):
     """Starts the test's agent process (again, after a kill); whatever still runs at teardown is killed."""
-    processes = []
-
-    def start(*extra: str):
-        processes.append(start_agent(settings, agent_id, slot_of(settings, agent_id), tmp_path, *extra))
-        return processes[-1]
-
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+    yield from spawner(settings, agent_id, slot_of(settings, agent_id), tmp_path)
 
 
 async def started(spawn, log, agent_id, *extra):

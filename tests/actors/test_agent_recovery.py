@@ -10,7 +10,7 @@ import uuid
 import zlib
 
 import pytest
-from agent_harness import Log, publish_control, send_inbox, start_agent, stop_agent, task_assigned
+from agent_harness import Log, publish_control, send_inbox, spawner, stop_agent, task_assigned
 
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import stamp
@@ -34,17 +34,7 @@ def agent_id() -> str:
 @pytest.fixture
 def spawn(settings, agent_id, tmp_path):
     """Starts the test's agent (again, after a stop or a kill) with the scripted brain; kills what is left at the end."""
-    processes = []
-
-    def start(*extra: str):
-        processes.append(start_agent(settings, agent_id, slot_of(settings, agent_id), tmp_path, *(extra or SCRIPTED)))
-        return processes[-1]
-
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+    yield from spawner(settings, agent_id, slot_of(settings, agent_id), tmp_path, SCRIPTED)
 
 
 async def registered(log: Log, agent_id: str, times: int) -> None:

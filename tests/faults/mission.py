@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -25,7 +24,7 @@ from coordinator.live import eventually, journal, named, submit
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
 from agent_harness import Log, start_agent  # noqa: E402
-from worker_harness import Worker  # noqa: E402
+from worker_harness import Worker, stop_swarm  # noqa: E402
 
 REGION = "region-0"
 
@@ -101,16 +100,7 @@ async def crew(settings: Settings, tmp_path: Path, agents: int = 3, heartbeat_s:
             await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
             yield Crew(settings, tmp_path, log, worker, processes, capability)
         finally:
-            for process in processes.values():
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
-            for process in processes.values():
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            if worker.process is not None and worker.process.poll() is None:
-                worker.stop()
+            stop_swarm(processes.values(), worker)
 
 
 def results_once(events: list[Event], tasks: int) -> None:

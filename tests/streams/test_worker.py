@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import pytest
 import redis
-from worker_harness import Client, Worker, heartbeat, now_event, registered, tables_settled
+from worker_harness import Client, Worker, heartbeat, now_event, registered, running_worker, tables_settled
 
 from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams.registry import Registry, evolve
@@ -26,12 +26,9 @@ TIMER_SLACK_MS = 3000  # how late a timer's decision may come here; the latency 
 @pytest.fixture(scope="module")
 def worker(broker, redis_url, tmp_path_factory) -> Iterator[Worker]:
     """A running worker with a short liveness timeout and budget window; killed if a test left it running."""
-    started = Worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
-                     liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS)
-    started.start()
-    yield started
-    if started.process.poll() is None:
-        started.stop(signal.SIGKILL)
+    with running_worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
+                        liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS) as started:
+        yield started
 
 
 @pytest.fixture

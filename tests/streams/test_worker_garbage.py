@@ -6,7 +6,6 @@ deduped, not dead-lettered; and deaths, deadlocks, throttles and the memory proj
 
 from __future__ import annotations
 
-import signal
 import time
 import uuid
 from collections import Counter
@@ -15,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from worker_harness import (LARGE_BYTES, Client, Coordinates, Worker, garbage, heartbeat, large_records_taken,
-                            now_event, registered)
+                            now_event, registered, running_worker)
 
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
@@ -35,12 +34,9 @@ INPUTS = (REGISTRY, HEARTBEATS, WAITS, USAGE, CONTROL, EXPERIENCES)
 def worker(broker, settings, redis_url, tmp_path_factory) -> Iterator[Worker]:
     """A running worker as test_worker.py's, on inputs that take the 2 MB garbage record."""
     with large_records_taken(settings, INPUTS):
-        started = Worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
-                         liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS)
-        started.start()
-        yield started
-        if started.process.poll() is None:
-            started.stop(signal.SIGKILL)
+        with running_worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
+                            liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS) as started:
+            yield started
 
 
 @pytest.fixture

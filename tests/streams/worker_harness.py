@@ -104,6 +104,33 @@ class Worker:
         return contents
 
 
+@contextlib.contextmanager
+def running_worker(bootstrap: str, broker_kind: str, redis_url: str, data_dir: Path, **knobs: int) -> Iterator[Worker]:
+    """A started worker, killed at the end if the test left it running."""
+    started = Worker(bootstrap, broker_kind, redis_url, data_dir, **knobs)
+    started.start()
+    try:
+        yield started
+    finally:
+        if started.process is not None and started.process.poll() is None:
+            started.stop(signal.SIGKILL)
+
+
+def stop_swarm(processes: Iterable[subprocess.Popen], worker: Worker) -> None:
+    """SIGTERM every process, wait for each (SIGKILL past 30 s), then stop the worker if it still runs."""
+    processes = list(processes)
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    if worker.process is not None and worker.process.poll() is None:
+        worker.stop()
+
+
 class Client:
     """Produces events (or raw bytes) and reads topics from the beginning, on the test's broker."""
 
