@@ -14,6 +14,7 @@ import yaml
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.announcements import Announcement, evolve, fold, served
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell.repair import RepairRefused, repair
 from swarmlog.envelope import stamp
 from swarmlog.errors import ConfigError
 from swarmlog.kafka.producer import EventProducer
@@ -116,3 +117,11 @@ async def test_a_broker_taken_for_kafka_works_on_kafka_and_on_tansu_names_init_p
     with pytest.raises(ConfigError, match="refused InitProducerId .* set SWARMLOG_BROKER=tansu"):
         async with EventProducer(settings, client_id="test"):
             pass
+
+
+async def test_a_repair_is_refused_while_a_coordinator_serves_the_region(settings: Settings, tmp_path: Path) -> None:
+    """The repair command writes the region's journal as its coordinator: while one announces that it serves the
+    region, nothing is written (Tansu has nothing that would fence it)."""
+    async with CoordinatorService(settings, "region-2", data_dir=tmp_path):
+        with pytest.raises(RepairRefused, match="a coordinator still serves region-2 .* stop it first"):
+            await repair(settings, "region-2", [0], "garbage", "test")

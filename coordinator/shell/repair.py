@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from aiokafka import TopicPartition
 
 from swarmlog.coordinator import Config, initial
+from swarmlog.coordinator.announcements import MISSED_INTERVALS
 from swarmlog.coordinator.journal import SKIPPED, Folded, Unreadable
+from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover, repair_command
-from swarmlog.envelope import stamp
+from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
@@ -32,7 +34,8 @@ READ_TIMEOUT_S = 120.0
 
 
 class RepairRefused(SwarmlogError):
-    """The repair names an offset it may not skip: one that decodes, or one that holds no record of the partition."""
+    """The repair names an offset it may not skip (one that decodes, or that holds no record of the partition), or a
+    coordinator still serves the region."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,12 +51,21 @@ class Repaired:
     left: tuple[Unreadable, ...]
 
 
-async def repair(settings: Settings, region: str, offsets: Sequence[int], reason: str, operator: str) -> Repaired:
+async def repair(settings: Settings, region: str, offsets: Sequence[int], reason: str, operator: str, *,
+                 force: bool = False) -> Repaired:
     """Record a JournalRecordsSkipped for `offsets` of the region's journal partition, after checking each one is an
-    undecodable record; RepairRefused naming every offset that is not."""
+    undecodable record; RepairRefused naming every offset that is not, or the coordinator that still serves the
+    region (unless `force`)."""
     if region not in settings.region_names:
         raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
                           f"{', '.join(settings.region_names)}")
+    serving = (await read_announcements(settings)).get(region)
+    if not force and serving is not None and serving.serves_at(now_ms()):
+        raise RepairRefused(
+            f"a coordinator still serves {region} ({serving.coordinator_id}, announced "
+            f"{(now_ms() - serving.at_ms) / 1000:.1f} s ago): stop it first, then repair (nothing was written). A "
+            f"coordinator killed just now stops counting within {MISSED_INTERVALS * serving.interval_ms / 1000:.0f} s; "
+            "--force repairs anyway")
     partition, codec = settings.region_names.index(region), codec_for(settings.schema_registry_url)
     transactional = idempotence_supported(settings)
     name = f"swarmlog-coordinator-{region}"

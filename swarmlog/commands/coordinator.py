@@ -66,16 +66,20 @@ def repair(
     reason: Annotated[str, typer.Option(help="Why they may be passed over; kept in the journal with your name.")],
     region: Region = "region-0",
     operator: Annotated[str | None, typer.Option(help="Who makes the repair (default: your user name).")] = None,
+    force: Annotated[bool, typer.Option(help="Repair although a coordinator announces that it serves the region.")
+                     ] = False,
     bootstrap: Bootstrap = None,
 ) -> None:
     """Record in the journal that undecodable records are passed over, so the region's coordinator starts again.
 
-    Run it while the region's coordinator is stopped: on Apache Kafka it takes the coordinator's transactional id and
-    so fences a coordinator still running. Offsets that decode, or hold no record, are refused (exit 1) and nothing
+    Run it while the region's coordinator is stopped: it refuses while a coordinator announces that it serves the
+    region (--force overrides), and on Apache Kafka it takes the coordinator's transactional id and so fences a
+    coordinator still running. Offsets that decode, or hold no record, are refused (exit 1) and nothing
     is written."""
     if not reason.strip():
         raise typer.BadParameter("say why the records may be passed over; it is kept in the journal", param_hint="--reason")
     settings = connected(bootstrap)
-    repaired = asyncio.run(record_repair(settings, region, skip, reason.strip(), operator or getpass.getuser()))
+    repaired = asyncio.run(record_repair(settings, region, skip, reason.strip(), operator or getpass.getuser(),
+                                         force=force))
     for line in describe(repaired):
         out.print(line, highlight=False, soft_wrap=True)
