@@ -19,7 +19,6 @@ import dataclasses
 from collections.abc import Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.protocol.metadata import MetadataRequest
 
 from swarmlog.actors.domain import AgentState, evolve, initial
 from swarmlog.actors.store import Checkpoint
@@ -53,16 +52,6 @@ def stale(saved: Checkpoint, inbox: TopicPartition, tasks: str, control: str, bo
         if offset < bounds.starts[tp]:
             return f"its position {offset} in {where} is before the log start ({bounds.starts[tp]}): unread records were deleted"
     return None
-
-
-async def cluster_id(consumer: AIOKafkaConsumer) -> str | None:
-    """The broker's cluster id (MetadataResponse v2 and later), or None where it reports none.
-
-    aiokafka's ClusterMetadata drops the id, so this asks one broker itself, on the consumer's client.
-    """
-    client = consumer._client  # the only way to the raw MetadataResponse
-    response = await client.send(client.get_random_node(), MetadataRequest([]))
-    return getattr(response, "cluster_id", None) or None
 
 
 async def recover(consumer: AIOKafkaConsumer, codec: Codec, agent_id: str, inbox: TopicPartition,

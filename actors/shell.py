@@ -25,13 +25,14 @@ from swarmlog.actors.domain import Ballot, Order, Question, Receive, Rejected, R
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
-from swarmlog.actors.recovery import cluster_id, recover
+from swarmlog.actors.recovery import recover
 from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_schema, cast, experience, model_error,
                                    question, released, reply, reply_prompt, reply_schema, taken, wait_ended)
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.kafka.reading import cluster_id
 from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event,
                                     send_dead_letter)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS

@@ -17,12 +17,11 @@ import shlex
 from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.protocol.metadata import MetadataRequest
 
 from swarmlog.coordinator import State
 from swarmlog.coordinator.journal import Folded, Origin, Unreadable
 from swarmlog.errors import DecodeError, ServiceError, SwarmlogError
-from swarmlog.kafka.reading import records_to_end
+from swarmlog.kafka.reading import cluster_id, records_to_end
 from swarmlog.schemas.codec import Codec
 
 JOURNAL = "swarm.coordinator.journal"
@@ -93,17 +92,6 @@ async def _origin(consumer: AIOKafkaConsumer, tp: TopicPartition) -> Origin:
     """Where the partition is read now: the cluster's id (None where the broker gives none) and its log start."""
     begins = await consumer.beginning_offsets([tp])
     return Origin(await cluster_id(consumer), tp.partition, begins[tp])
-
-
-async def cluster_id(consumer: AIOKafkaConsumer) -> str | None:
-    """The id of the cluster a started consumer is connected to (None where the broker gives none).
-
-    aiokafka 0.14 reads the id in every MetadataResponse (v2 and later) but keeps none of it in its cluster metadata,
-    and the admin client's describe_cluster would be a connection of its own: ask the consumer's client for the
-    metadata of no topic, as describe_cluster does."""
-    client = consumer._client
-    response = await client.send(client.get_random_node(), MetadataRequest([]))
-    return getattr(response, "cluster_id", None) or None
 
 
 async def _doubt(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, snapshot: Folded, empty: State,

@@ -16,7 +16,7 @@ import faust
 from faust.types import TP, EventT
 
 from swarmlog.errors import DecodeError
-from swarmlog.kafka.records import fitted, with_note
+from swarmlog.kafka.records import NotAnInput, fitted, with_note
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
@@ -29,10 +29,6 @@ from .progress import Progress
 CONSUMER = "swarmlog-streams"
 DEADLETTER = "swarm.deadletter"
 logger = logging.getLogger(__name__)
-
-
-class NotAnInput(DecodeError):
-    """A record that decodes, but to an event its topic does not carry: it is no input of whoever reads the topic."""
 
 
 def now_ms() -> int:

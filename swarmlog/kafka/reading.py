@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.protocol.metadata import MetadataRequest
 
 from swarmlog.settings import Settings
 
@@ -29,3 +30,14 @@ async def records_to_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> Asyn
         end = stable if stable is not None and stable >= 0 else consumer.highwater(tp)
         if not records and end is not None and await consumer.position(tp) >= end:
             return
+
+
+async def cluster_id(consumer: AIOKafkaConsumer) -> str | None:
+    """The broker's cluster id (MetadataResponse v2 and later), or None where it reports none.
+
+    aiokafka 0.14 reads the id in every MetadataResponse but keeps none of it in its cluster metadata, and the admin
+    client's describe_cluster would be a connection of its own: ask one broker, on the consumer's client, for the
+    metadata of no topic, as describe_cluster does."""
+    client = consumer._client  # the only way to the raw MetadataResponse
+    response = await client.send(client.get_random_node(), MetadataRequest([]))
+    return getattr(response, "cluster_id", None) or None
