@@ -192,7 +192,8 @@ def _real(record, agent_ids: list[str]) -> bool:
 async def fuzz(settings: Settings, real: dict[str, object],
                survivor: str) -> tuple[dict[Coordinates, tuple[str, str | None]], list[Coordinates]]:
     """Every kind of garbage on every fuzzed topic, in the partition (and under the key) of its latest real record,
-    or else of the survivor; then a duplicate of that real record. The kind and owner at each garbage coordinate, and
+    or else of the survivor, but the alerts' garbage always in the other region's half; then a duplicate of that real
+    record. The kind and owner at each garbage coordinate, and
     where the duplicates landed."""
     client, samples = Client(settings.bootstrap), _samples()
     garbage_at: dict[Coordinates, tuple[str, str | None]] = {}
@@ -202,8 +203,8 @@ async def fuzz(settings: Settings, real: dict[str, object],
         record = real.get(topic)
         sample = decode(record.value) if record is not None else samples[topic]
         key = record.key.decode() if record is not None and record.key else survivor
-        partition = (record.partition if record is not None
-                     else missions + 1 if topic == "swarm.alerts"  # the other region's half of a coordinator topic
+        partition = (missions ^ 1 if topic == "swarm.alerts"  # always the other region's half (of an even count)
+                     else record.partition if record is not None
                      else FIRST_SLOT if topic == INBOX else index % 2)  # the survivor's slot
         wrong = samples["swarm.usage"] if "TokensUsed" not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
         kinds = garbage(sample, wrong, seed=19)
