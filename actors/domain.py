@@ -1,4 +1,12 @@
-"""An agent's pure core: the task state it folds from its own events, and what it decides on an inbox command."""
+"""An agent's pure core: the task state it folds from its own events, and what it decides on an inbox command.
+
+The state stays bounded: it holds the tasks in flight, and the attempts closed and ballots voted on in the last
+KEEP_MS (+ PRUNE_MS) of its own events' time. Dedupe needs no more, because a command older than STALE_MS is never acted on (its
+sender took it back long since), and an attempt or ballot dropped from the state was closed more than KEEP_MS before a
+later event of this agent, so its command (written before it was acted on, give or take CLOCK_SKEW_MS between clocks)
+is older than STALE_MS by the time it could come again. Redeliveries come sooner: after a crash the inbox is read
+again from the checkpoint, which lags the state by the effect in flight, and duplicates follow their original closely.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,12 @@ from swarmlog.schemas.events import Event, to_millis
 
 TaskKey = tuple[str, str, int, int]  # mission_id, task_id, replica, attempt
 CLOSING = ("TaskCompleted", "TaskFailed", "TaskReleased")
+# Far above the coordinator's start timeout (15 s: a task not started by then is reassigned), its liveness timeout
+# and a ballot's window, so no command its sender still waits on is ever stale.
+STALE_MS = 10 * 60_000
+CLOCK_SKEW_MS = 60_000  # how far the agents' and coordinators' clocks may disagree
+KEEP_MS = STALE_MS + CLOCK_SKEW_MS
+PRUNE_MS = 60_000  # dropping is done once a minute of event time, so the state holds up to KEEP_MS + PRUNE_MS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,13 +91,16 @@ class Question:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AgentState:
-    """What an agent knows of its own history: tasks started and closed, ballots voted on, whether throttled."""
+    """What an agent knows of its recent history: tasks started and not closed, attempts closed and ballots voted on
+    (each with its time) since `seen_ms - KEEP_MS`, whether throttled; `seen_ms` is its newest task or vote event's
+    time. Never mutated once built."""
 
     agent_id: str
     started: frozenset[TaskKey] = frozenset()
-    closed: frozenset[TaskKey] = frozenset()
-    ballots: frozenset[str] = frozenset()
+    closed: Mapping[TaskKey, int] = dataclasses.field(default_factory=dict)
+    ballots: Mapping[str, int] = dataclasses.field(default_factory=dict)
     throttled: bool = False
+    seen_ms: int = 0
 
 
 def initial(agent_id: str) -> AgentState:
@@ -92,24 +109,35 @@ def initial(agent_id: str) -> AgentState:
 
 
 def evolve(state: AgentState, event: Event) -> AgentState:
-    """The state after one event; events about other agents leave it unchanged."""
+    """The state after one event (closed attempts and ballots past KEEP_MS dropped); events about other agents leave
+    it unchanged."""
     data = event.data
     if data.get("agent_id", data.get("voter_agent_id")) != state.agent_id:
         return state
     if event.name == "TaskStarted":
-        return dataclasses.replace(state, started=state.started | {task_key(data)})
-    if event.name in CLOSING:
-        return dataclasses.replace(state, closed=state.closed | {task_key(data)})
-    if event.name == "VoteCast":
-        return dataclasses.replace(state, ballots=state.ballots | {data["ballot_id"]})
-    if event.name in ("BudgetExceeded", "BudgetRestored"):
+        key = task_key(data)  # a duplicate written after the attempt closed does not reopen it
+        state = state if key in state.closed else dataclasses.replace(state, started=state.started | {key})
+    elif event.name in CLOSING:
+        key = task_key(data)
+        state = dataclasses.replace(state, started=state.started - {key},
+                                    closed={**state.closed, key: event.occurred_at_ms})
+    elif event.name == "VoteCast":
+        state = dataclasses.replace(state, ballots={**state.ballots, data["ballot_id"]: event.occurred_at_ms})
+    elif event.name in ("BudgetExceeded", "BudgetRestored"):
         return dataclasses.replace(state, throttled=event.name == "BudgetExceeded")
-    return state
+    else:
+        return state
+    return _pruned(state, max(state.seen_ms, event.occurred_at_ms))
 
 
-def task_key(data: Mapping[str, Any]) -> TaskKey:
-    """The (mission, task, replica, attempt) of a task event."""
-    return data["mission_id"], data["task_id"], data["replica"], data["attempt"]
+def _pruned(state: AgentState, seen_ms: int) -> AgentState:
+    """The state as of `seen_ms`: once a PRUNE_MS, closed attempts and ballots older than KEEP_MS dropped."""
+    if seen_ms // PRUNE_MS == state.seen_ms // PRUNE_MS:
+        return dataclasses.replace(state, seen_ms=seen_ms)
+    since = seen_ms - KEEP_MS
+    return dataclasses.replace(state, seen_ms=seen_ms,
+                               closed={key: at for key, at in state.closed.items() if at >= since},
+                               ballots={ballot: at for ballot, at in state.ballots.items() if at >= since})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -163,6 +191,16 @@ def addressee(event: Event) -> str | None:
     return data.get("agent_id", data.get("voter_agent_id", data.get("to_agent_id")))
 
 
+def stale(command: Receive) -> bool:
+    """Whether a command was written more than STALE_MS ago: its sender has acted without this agent since."""
+    return command.now_ms - command.event.occurred_at_ms > STALE_MS
+
+
+def task_key(data: Mapping[str, Any]) -> TaskKey:
+    """The (mission, task, replica, attempt) of a task event."""
+    return data["mission_id"], data["task_id"], data["replica"], data["attempt"]
+
+
 def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     """Start a new task, resume an interrupted one, skip a closed one, close a cancelled one, vote once in time.
 
@@ -176,15 +214,14 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     if event.name == "TaskAssigned":
         return _assigned(command, state)
     if event.name == "TaskCancelled":
-        key = task_key(event.data)
-        if key not in state.started or key in state.closed:
+        if task_key(event.data) not in state.started:
             return Decision()
         return Decision((emit(event.event_id, "cancelled", "TaskFailed", command.now_ms, state.agent_id,
                               **task_fields(event.data), failure="CANCELLED", detail=event.data["reason"], raw_output=None, steps=0,
                               prompt_tokens=0, completion_tokens=0, latency_ms=0),))
     if event.name == "VoteRequested":
         ballot = Ballot.of(event)
-        late = to_millis(event.data["deadline_at"]) <= command.now_ms  # e.g. read again from the log start
+        late = to_millis(event.data["deadline_at"]) <= command.now_ms or stale(command)  # e.g. read again from the log start
         return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
     if event.name == "PeerQuestion":
         return Decision(effects=(Reply(Question.of(event)),))
@@ -194,12 +231,14 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
 
 
 def _assigned(command: Receive, state: AgentState) -> Decision:
-    """A TaskAssigned: nothing when closed, resume when started, else TaskStarted then work."""
+    """A TaskAssigned: nothing when closed, resume when started, nothing when stale, else TaskStarted then work."""
     order = Order.of(command.event)
     if order.key in state.closed:
         return Decision()
     if order.key in state.started:
         return Decision(effects=(Work(order),))
+    if stale(command):
+        return Decision()
     started = emit(order.cause_id, "started", "TaskStarted", command.now_ms, state.agent_id,
                    **task_fields(command.event.data), ground_truth_version=command.ground_truth_version)
     return Decision((started,), (Work(order),))

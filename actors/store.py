@@ -43,8 +43,13 @@ class AgentStore:
         if raw is None:
             return None
         saved = json.loads(raw)
-        state = AgentState(agent_id, *(frozenset(map(tuple, saved[name])) for name in ("started", "closed")),
-                           frozenset(saved["ballots"]), saved["throttled"])
+        # Checkpoints written before closed attempts and ballots had times give them time 0: they are dropped at the
+        # next event, once recovery has folded back in what closed after the checkpoint (all a redelivery needs).
+        closed = {tuple(entry[:4]): entry[4] if len(entry) > 4 else 0 for entry in saved["closed"]}
+        ballots = saved["ballots"]
+        state = AgentState(agent_id, frozenset(map(tuple, saved["started"])) - closed.keys(), closed,
+                           dict.fromkeys(ballots, 0) if isinstance(ballots, list) else ballots, saved["throttled"],
+                           saved.get("seen", 0))
         return Checkpoint(state, saved["inbox"], _positions(saved["log"]), _positions(saved.get("control", {})),
                           saved.get("cluster"))  # older checkpoints have neither
 
@@ -53,9 +58,9 @@ class AgentStore:
         state = checkpoint.state
         batch = WriteBatch()
         batch.put(KEY, json.dumps({
-            "started": sorted(state.started), "closed": sorted(state.closed), "ballots": sorted(state.ballots),
-            "throttled": state.throttled, "inbox": checkpoint.inbox, "log": checkpoint.log,
-            "control": checkpoint.control, "cluster": checkpoint.cluster,
+            "started": sorted(state.started), "closed": sorted([*key, at] for key, at in state.closed.items()),
+            "ballots": dict(state.ballots), "seen": state.seen_ms, "throttled": state.throttled,
+            "inbox": checkpoint.inbox, "log": checkpoint.log, "control": checkpoint.control, "cluster": checkpoint.cluster,
         }))
         self._db.write(batch)
 

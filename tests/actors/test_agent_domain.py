@@ -53,7 +53,7 @@ def test_a_closed_task_is_never_redone_and_an_interrupted_one_resumes_without_a_
 
 
 def test_a_new_attempt_of_a_closed_task_is_a_new_task():
-    state = AgentState(ME, closed=frozenset({("m1", "t1", 0, 1)}))
+    state = AgentState(ME, closed={("m1", "t1", 0, 1): 1_500})
     assert [e.name for e in decide(assigned(attempt=2), state).events] == ["TaskStarted"]
 
 

@@ -14,8 +14,8 @@ from swarmlog.actors.store import KEY, AgentStore, Checkpoint
 
 
 def test_a_checkpoint_survives_reopening(tmp_path):
-    saved = Checkpoint(AgentState("a", frozenset({("m", "t", 0, 1)}), frozenset({("m", "t", 0, 1)}),
-                                  frozenset({"b1"}), throttled=True), inbox=7, log={0: 3, 5: 9}, control={1: 4},
+    saved = Checkpoint(AgentState("a", frozenset({("m", "t", 0, 2)}), {("m", "t", 0, 1): 1_000}, {"b1": 2_000},
+                                  throttled=True, seen_ms=2_000), inbox=7, log={0: 3, 5: 9}, control={1: 4},
                        cluster="c-1")
     store = AgentStore(tmp_path)
     assert store.load("a") is None
@@ -33,6 +33,17 @@ def test_a_checkpoint_written_before_cluster_ids_loads_with_none_known(tmp_path)
     store = AgentStore(tmp_path)
     assert store.load("a") == Checkpoint(AgentState("a"), 7, {0: 3}, {}, None)
     store.close()
+
+
+def test_a_checkpoint_written_before_closed_attempts_had_times_loads_them_at_time_0(tmp_path):
+    db = Rdict(str(tmp_path))
+    db[KEY] = json.dumps({"started": [["m", "t", 0, 1], ["m", "t", 0, 2]], "closed": [["m", "t", 0, 1]],
+                          "ballots": ["b1"], "throttled": False, "inbox": 7, "log": {}})
+    db.close()
+    store = AgentStore(tmp_path)
+    state = store.load("a").state
+    store.close()
+    assert state == AgentState("a", frozenset({("m", "t", 0, 2)}), {("m", "t", 0, 1): 0}, {"b1": 0})
 
 
 INBOX, TASKS, CONTROL = TopicPartition("swarm.agents.inbox", 3), "swarm.tasks.events", "swarm.control"
