@@ -22,10 +22,15 @@ class Receive:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Tick:
-    """Let time pass to now_ms: deadlines and consensus windows expire on ticks."""
+    """Let time pass to now_ms: deadlines, consensus windows and start timeouts expire on ticks.
+
+    `inputs_since_ms`: since when the coordinator has read its inputs without a gap (its start, the end of a broker
+    outage). A start reported during a gap may still be unread, so no attempt is taken back for a silence before it.
+    """
 
     now_ms: int
     tick_id: str
+    inputs_since_ms: int = 0
 
     @property
     def cause_id(self) -> str:

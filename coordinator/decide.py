@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from swarmlog.coordinator import agents, deadlock, missions, results, voting
+from swarmlog.coordinator import agents, deadlock, missions, results, starts, voting
 from swarmlog.coordinator.commands import Command, Decision, Rejected, Tick
 from swarmlog.coordinator.dispatch import drain
 from swarmlog.coordinator.draft import Draft
@@ -15,6 +15,7 @@ Handler = Callable[[Draft, Mapping[str, Any]], "Rejected | None"]
 
 _HANDLERS: dict[str, Handler] = {
     "MissionSubmitted": missions.on_submitted,
+    "TaskStarted": starts.on_started,
     "TaskCompleted": results.on_completed,
     "TaskFailed": results.on_failed,
     "TaskReleased": results.on_released,
@@ -34,7 +35,7 @@ def decide(command: Command, state: State) -> Decision | Rejected:
     """The events answering a command; deciding it again on the state that includes them emits nothing."""
     draft = Draft(state, command.cause_id, command.now_ms)
     if isinstance(command, Tick):
-        missions.on_tick(draft)
+        missions.on_tick(draft, command.inputs_since_ms)
     else:
         event = command.event
         handler = _HANDLERS.get(event.name)

@@ -115,7 +115,8 @@ def _queued(state: State, data: Data) -> State:
 
 def _assigned(state: State, data: Data) -> State:
     key, agent_id = _key(data), data["agent_id"]
-    state = _set_replica(state, data, status=RUNNING, attempt=data["attempt"], agent_id=agent_id)
+    state = _set_replica(state, data, status=RUNNING, attempt=data["attempt"], agent_id=agent_id,
+                         assigned_at=to_millis(data["occurred_at"]), started=False)
     mission = state.missions[data["mission_id"]]
     if agent_id not in mission.agents:
         state = _put(state, dataclasses.replace(mission, agents=mission.agents | {agent_id}))
@@ -123,6 +124,10 @@ def _assigned(state: State, data: Data) -> State:
     if agent is not None:
         state = _put_agent(state, dataclasses.replace(agent, task=key, load=agent.load + 1))
     return _unqueue(state, lambda queued: queued != key)
+
+
+def _start_recorded(state: State, data: Data) -> State:
+    return _set_replica(state, data, started=True)
 
 
 def _reassigned(state: State, data: Data) -> State:
@@ -201,9 +206,15 @@ def _consensus(state: State, data: Data) -> State:
 def _ended(phase: str) -> Callable[[State, Data], State]:
     def end(state: State, data: Data) -> State:
         mission_id = data["mission_id"]
-        state = _put(state, dataclasses.replace(state.missions[mission_id], phase=phase))
-        return _unqueue(state, lambda queued: queued[0] != mission_id)
+        ended = dataclasses.replace(state.missions[mission_id], phase=phase, ended_at=to_millis(data["occurred_at"]))
+        return _unqueue(_put(state, ended), lambda queued: queued[0] != mission_id)
     return end
+
+
+def _retired(state: State, data: Data) -> State:
+    mission_id = data["mission_id"]
+    missions = {key: mission for key, mission in state.missions.items() if key != mission_id}
+    return dataclasses.replace(state, missions=missions, retired=state.retired | {mission_id})
 
 
 def _deadlock_broken(state: State, data: Data) -> State:
@@ -217,6 +228,7 @@ _APPLY: dict[str, Callable[[State, Data], State]] = {
     "PlanAdopted": _plan_adopted,
     "TaskQueued": _queued,
     "TaskAssigned": _assigned,
+    "TaskStartRecorded": _start_recorded,
     "TaskReassigned": _reassigned,
     "TaskCancelled": _cancelled,
     "TaskResultRecorded": _result,
@@ -229,6 +241,7 @@ _APPLY: dict[str, Callable[[State, Data], State]] = {
     "ConsensusTimedOut": _consensus,
     "MissionCompleted": _ended(COMPLETED),
     "MissionFailed": _ended(MISSION_FAILED),
+    "MissionRetired": _retired,
     "DeadlockBroken": _deadlock_broken,
 }
 _ABOUT_AGENT = frozenset({"AgentDelisted", "AgentThrottleNoted"})

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from swarmlog.coordinator import placement, plan, voting
+from swarmlog.coordinator import placement, plan, starts, voting
 from swarmlog.coordinator.dispatch import output, route
 from swarmlog.coordinator.draft import Draft, from_millis
 from swarmlog.coordinator.state import (
@@ -21,7 +21,7 @@ _KIND = {"PLANNING": "PLAN", "WORK": "WORK", "FINAL": "FINAL"}
 def on_submitted(draft: Draft, data: Data) -> None:
     """Accept (or reject) a mission this region owns: the region it names, else the one its id hashes to."""
     mission_id, config = data["mission_id"], draft.state.config
-    if mission_id in draft.state.missions or mission_id in draft.state.rejected:
+    if draft.state.known(mission_id):
         return
     region = data.get("region")
     if (region if region in config.regions else placement.owner(mission_id, config.regions)) != config.region:
@@ -60,15 +60,25 @@ def _invalid(data: Data, config: Config) -> str | None:
     return plan.problem([plan.from_record(task) for task in tasks]) if tasks else None
 
 
-def on_tick(draft: Draft) -> None:
-    """Fail missions past their deadline and time out consensus windows that have closed."""
+def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
+    """Fail missions past their deadline, time out closed consensus windows, take back attempts never started, and
+    retire missions ended longer ago than the retention."""
     for mission in list(draft.state.missions.values()):
         if not mission.active:
-            continue
-        if mission.deadline_at is not None and draft.now_ms >= mission.deadline_at:
+            _retire_if_due(draft, mission)
+        elif mission.deadline_at is not None and draft.now_ms >= mission.deadline_at:
             fail(draft, mission, f"deadline passed at {mission.deadline_at} ms ({mission.phase} phase)")
-        elif mission.phase == "CONSENSUS":
-            voting.close_if_expired(draft, mission)
+        else:
+            starts.take_back_unstarted(draft, mission, inputs_since_ms)
+            if mission.phase == "CONSENSUS":
+                voting.close_if_expired(draft, draft.state.missions[mission.mission_id])
+
+
+def _retire_if_due(draft: Draft, mission: Mission) -> None:
+    """MissionRetired once the ended mission has been kept for the retention."""
+    ended_at = mission.ended_at if mission.ended_at is not None else mission.submitted_at
+    if draft.now_ms - ended_at >= draft.state.config.retain_ended_ms:
+        draft.emit("MissionRetired", mission.mission_id, mission_id=mission.mission_id, ended_at=from_millis(ended_at))
 
 
 def advance(draft: Draft, mission_id: str) -> None:

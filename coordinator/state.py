@@ -10,6 +10,11 @@ FINAL_TASK = "@final"
 DECISION_MAKING = "decision_making"
 MAX_ATTEMPTS = 3
 """Failed attempts a replica gets before it counts as failed for good."""
+START_TIMEOUT_MS = 15_000
+"""How long an assigned attempt may go without its agent's TaskStarted before it is taken back: 3x the streams
+worker's default heartbeat timeout (5 s), so an agent that is alive but never reads its inbox loses the task."""
+RETAIN_ENDED_MS = 60_000
+"""How long an ended mission stays in the live state (status, `replay state coordinator`) before it is retired."""
 
 # Replica statuses.
 PENDING = "PENDING"
@@ -31,10 +36,12 @@ TaskKey = tuple[str, str, int]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Config:
-    """Which region this coordinator decides for, and every region that exists (for placement)."""
+    """Which region this coordinator decides for, every region that exists (for placement), and its timeouts."""
 
     region: str = "default"
     regions: tuple[str, ...] = ("default",)
+    start_timeout_ms: int = START_TIMEOUT_MS
+    retain_ended_ms: int = RETAIN_ENDED_MS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,7 +79,8 @@ class TaskSpec:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Replica:
-    """Where one replica of a task stands: its current attempt, agent and result."""
+    """Where one replica of a task stands: its current attempt, agent (since when, and whether it started) and
+    result."""
 
     status: str = PENDING
     attempt: int = 0
@@ -80,6 +88,8 @@ class Replica:
     output: str | None = None
     failures: int = 0
     tried: frozenset[str] = frozenset()
+    assigned_at: int = 0
+    started: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -134,6 +144,7 @@ class Mission:
     malformed: int = 0
     agents: frozenset[str] = frozenset()
     handled: frozenset[str] = frozenset()
+    ended_at: int | None = None
 
     @property
     def active(self) -> bool:
@@ -154,7 +165,12 @@ class State:
     missions: Mapping[str, Mission] = dataclasses.field(default_factory=dict)
     queue: tuple[TaskKey, ...] = ()
     rejected: frozenset[str] = frozenset()
+    retired: frozenset[str] = frozenset()
     broken_waits: frozenset[str] = frozenset()
+
+    def known(self, mission_id: str) -> bool:
+        """Whether the mission was ever submitted here: running, ended, rejected or retired."""
+        return mission_id in self.missions or mission_id in self.rejected or mission_id in self.retired
 
 
 def initial(config: Config) -> State:

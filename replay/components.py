@@ -34,6 +34,9 @@ class Component:
     """The state that table's values (by table key) make up: the live side of a diff."""
     evolve_all: Callable[[Any, Iterable[Event]], Any] | None = None
     """The fold's own batch form of `evolve` over many events, where it has one (same result, less copying)."""
+    rows: Callable[[Any], Mapping[str, Any]] | None = None
+    """A state's table rows, where that table is partitioned like its topics: its entries expire on their own
+    partition's event time, so each partition folds on its own and their rows make up the state (`from_table`)."""
 
     def fold(self, state: Any, events: Iterable[Event]) -> Any:
         """The state after `events` in order."""
@@ -83,6 +86,11 @@ def _budgets(agents: dict[str, budgets.AgentUsage]) -> budgets.Budgets:
     return budgets.Budgets(agents, window_ms=knob("budget_window_ms"))
 
 
+def _keeping_retired(state: State, event: Event) -> State:
+    """The coordinator's fold, but a retired mission stays: this view is for looking at one mission after the fact."""
+    return state if event.name == "MissionRetired" else coordinator_evolve(state, event)
+
+
 def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
     mission = state.missions.get(mission_id)
     if mission is None:
@@ -96,18 +104,18 @@ COMPONENTS: dict[str, Component] = {component.name: component for component in (
     Component("coordinator", "one region's coordinator: the fold of its journal partition", (JOURNAL,),
               _coordinator, coordinator_evolve, key="region"),
     Component("mission", "one mission as the coordinators see it (the whole journal)", (JOURNAL,),
-              _swarm, coordinator_evolve, key="mission"),
+              _swarm, _keeping_retired, key="mission"),
     Component("registry", "the agent registry and liveness (Faust table `registry`)",
               ("swarm.agents.registry", "swarm.agents.heartbeats"), lambda *_: registry.INITIAL, registry.evolve,
               table="registry", from_table=lambda table: registry.Registry(dict(table)),
-              evolve_all=registry.evolve_all),
+              evolve_all=registry.evolve_all, rows=lambda state: state.agents),
     Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
               ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
               table="waitgraph", from_table=waitgraph.from_entries),
     Component("budgets", "token usage per agent per window (Faust table `budgets`; the window is the worker's "
               "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)", ("swarm.usage", "swarm.control"), lambda *_: _budgets({}),
               budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table)),
-              evolve_all=budgets.evolve_all),
+              evolve_all=budgets.evolve_all, rows=lambda state: state.agents),
     Component("agent", "one agent's task state (its rocksdict checkpoint)",
               ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
               lambda agent_id, _: agent.initial(agent_id), agent.evolve, key="agent"),

@@ -3827,13 +3827,117 @@ def _s22_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'reason': v6}, p
 
 
-_s23_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
-
-
-def _s23_record5(bytes b, Py_ssize_t p):
+def _s23_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s23_count10, _s23_count7
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v6 = _EPOCH + _timedelta(0, 0, 0, n)
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ended_at': v6}, p
+
+
+_s24_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+
+
+def _s24_record5(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s24_count10, _s24_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3861,18 +3965,18 @@ def _s23_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s23_items6 = []
-    _s23_count7 = b[p]
-    if _s23_count7 < 128:
+    _s24_items6 = []
+    _s24_count7 = b[p]
+    if _s24_count7 < 128:
         p += 1
-        _s23_count7 = (_s23_count7 >> 1) ^ -(_s23_count7 & 1)
+        _s24_count7 = (_s24_count7 >> 1) ^ -(_s24_count7 & 1)
     else:
-        _s23_count7, p = _long(b, p)
-    while _s23_count7:
-        if _s23_count7 < 0:
-            _s23_count7 = -_s23_count7
+        _s24_count7, p = _long(b, p)
+    while _s24_count7:
+        if _s24_count7 < 0:
+            _s24_count7 = -_s24_count7
             _, p = _long(b, p)
-        for _ in range(_s23_count7):
+        for _ in range(_s24_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3884,28 +3988,28 @@ def _s23_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s23_item8 = b[p:e].decode('utf-8')
+            _s24_item8 = b[p:e].decode('utf-8')
             p = e
-            _s23_items6.append(_s23_item8)
-        _s23_count7 = b[p]
-        if _s23_count7 < 128:
+            _s24_items6.append(_s24_item8)
+        _s24_count7 = b[p]
+        if _s24_count7 < 128:
             p += 1
-            _s23_count7 = (_s23_count7 >> 1) ^ -(_s23_count7 & 1)
+            _s24_count7 = (_s24_count7 >> 1) ^ -(_s24_count7 & 1)
         else:
-            _s23_count7, p = _long(b, p)
-    v2 = _s23_items6
-    _s23_items9 = []
-    _s23_count10 = b[p]
-    if _s23_count10 < 128:
+            _s24_count7, p = _long(b, p)
+    v2 = _s24_items6
+    _s24_items9 = []
+    _s24_count10 = b[p]
+    if _s24_count10 < 128:
         p += 1
-        _s23_count10 = (_s23_count10 >> 1) ^ -(_s23_count10 & 1)
+        _s24_count10 = (_s24_count10 >> 1) ^ -(_s24_count10 & 1)
     else:
-        _s23_count10, p = _long(b, p)
-    while _s23_count10:
-        if _s23_count10 < 0:
-            _s23_count10 = -_s23_count10
+        _s24_count10, p = _long(b, p)
+    while _s24_count10:
+        if _s24_count10 < 0:
+            _s24_count10 = -_s24_count10
             _, p = _long(b, p)
-        for _ in range(_s23_count10):
+        for _ in range(_s24_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3917,16 +4021,16 @@ def _s23_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s23_item11 = b[p:e].decode('utf-8')
+            _s24_item11 = b[p:e].decode('utf-8')
             p = e
-            _s23_items9.append(_s23_item11)
-        _s23_count10 = b[p]
-        if _s23_count10 < 128:
+            _s24_items9.append(_s24_item11)
+        _s24_count10 = b[p]
+        if _s24_count10 < 128:
             p += 1
-            _s23_count10 = (_s23_count10 >> 1) ^ -(_s23_count10 & 1)
+            _s24_count10 = (_s24_count10 >> 1) ^ -(_s24_count10 & 1)
         else:
-            _s23_count10, p = _long(b, p)
-    v3 = _s23_items9
+            _s24_count10, p = _long(b, p)
+    v3 = _s24_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -3944,10 +4048,10 @@ def _s23_record5(bytes b, Py_ssize_t p):
     return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
 
 
-def _s23_record12(bytes b, Py_ssize_t p):
+def _s24_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s23_count14
+    cdef long long _s24_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3962,18 +4066,18 @@ def _s23_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s23_items13 = []
-    _s23_count14 = b[p]
-    if _s23_count14 < 128:
+    _s24_items13 = []
+    _s24_count14 = b[p]
+    if _s24_count14 < 128:
         p += 1
-        _s23_count14 = (_s23_count14 >> 1) ^ -(_s23_count14 & 1)
+        _s24_count14 = (_s24_count14 >> 1) ^ -(_s24_count14 & 1)
     else:
-        _s23_count14, p = _long(b, p)
-    while _s23_count14:
-        if _s23_count14 < 0:
-            _s23_count14 = -_s23_count14
+        _s24_count14, p = _long(b, p)
+    while _s24_count14:
+        if _s24_count14 < 0:
+            _s24_count14 = -_s24_count14
             _, p = _long(b, p)
-        for _ in range(_s23_count14):
+        for _ in range(_s24_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3985,20 +4089,20 @@ def _s23_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s23_item15 = b[p:e].decode('utf-8')
+            _s24_item15 = b[p:e].decode('utf-8')
             p = e
-            _s23_items13.append(_s23_item15)
-        _s23_count14 = b[p]
-        if _s23_count14 < 128:
+            _s24_items13.append(_s24_item15)
+        _s24_count14 = b[p]
+        if _s24_count14 < 128:
             p += 1
-            _s23_count14 = (_s23_count14 >> 1) ^ -(_s23_count14 & 1)
+            _s24_count14 = (_s24_count14 >> 1) ^ -(_s24_count14 & 1)
         else:
-            _s23_count14, p = _long(b, p)
-    v1 = _s23_items13
+            _s24_count14, p = _long(b, p)
+    v1 = _s24_items13
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s23_record16(bytes b, Py_ssize_t p):
+def _s24_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4008,7 +4112,7 @@ def _s23_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s23_const17[n >> 1]
+    v0 = _s24_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4021,10 +4125,10 @@ def _s23_record16(bytes b, Py_ssize_t p):
     return {'strategy': v0, 'window_ms': v1, 'quorum': v2}, p
 
 
-def _s23_record18(bytes b, Py_ssize_t p):
+def _s24_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s23_count20
+    cdef long long _s24_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4039,18 +4143,18 @@ def _s23_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s23_items19 = []
-    _s23_count20 = b[p]
-    if _s23_count20 < 128:
+    _s24_items19 = []
+    _s24_count20 = b[p]
+    if _s24_count20 < 128:
         p += 1
-        _s23_count20 = (_s23_count20 >> 1) ^ -(_s23_count20 & 1)
+        _s24_count20 = (_s24_count20 >> 1) ^ -(_s24_count20 & 1)
     else:
-        _s23_count20, p = _long(b, p)
-    while _s23_count20:
-        if _s23_count20 < 0:
-            _s23_count20 = -_s23_count20
+        _s24_count20, p = _long(b, p)
+    while _s24_count20:
+        if _s24_count20 < 0:
+            _s24_count20 = -_s24_count20
             _, p = _long(b, p)
-        for _ in range(_s23_count20):
+        for _ in range(_s24_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4062,23 +4166,23 @@ def _s23_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s23_item21 = b[p:e].decode('utf-8')
+            _s24_item21 = b[p:e].decode('utf-8')
             p = e
-            _s23_items19.append(_s23_item21)
-        _s23_count20 = b[p]
-        if _s23_count20 < 128:
+            _s24_items19.append(_s24_item21)
+        _s24_count20 = b[p]
+        if _s24_count20 < 128:
             p += 1
-            _s23_count20 = (_s23_count20 >> 1) ^ -(_s23_count20 & 1)
+            _s24_count20 = (_s24_count20 >> 1) ^ -(_s24_count20 & 1)
         else:
-            _s23_count20, p = _long(b, p)
-    v1 = _s23_items19
+            _s24_count20, p = _long(b, p)
+    v1 = _s24_items19
     return {'prompt': v0, 'required_capabilities': v1}, p
 
 
-def _s23_record1(bytes b, Py_ssize_t p):
+def _s24_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s23_count3
+    cdef long long _s24_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4205,27 +4309,27 @@ def _s23_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    _s23_items2 = []
-    _s23_count3 = b[p]
-    if _s23_count3 < 128:
+    _s24_items2 = []
+    _s24_count3 = b[p]
+    if _s24_count3 < 128:
         p += 1
-        _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
+        _s24_count3 = (_s24_count3 >> 1) ^ -(_s24_count3 & 1)
     else:
-        _s23_count3, p = _long(b, p)
-    while _s23_count3:
-        if _s23_count3 < 0:
-            _s23_count3 = -_s23_count3
+        _s24_count3, p = _long(b, p)
+    while _s24_count3:
+        if _s24_count3 < 0:
+            _s24_count3 = -_s24_count3
             _, p = _long(b, p)
-        for _ in range(_s23_count3):
-            _s23_item4, p = _s23_record5(b, p)
-            _s23_items2.append(_s23_item4)
-        _s23_count3 = b[p]
-        if _s23_count3 < 128:
+        for _ in range(_s24_count3):
+            _s24_item4, p = _s24_record5(b, p)
+            _s24_items2.append(_s24_item4)
+        _s24_count3 = b[p]
+        if _s24_count3 < 128:
             p += 1
-            _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
+            _s24_count3 = (_s24_count3 >> 1) ^ -(_s24_count3 & 1)
         else:
-            _s23_count3, p = _long(b, p)
-    v8 = _s23_items2
+            _s24_count3, p = _long(b, p)
+    v8 = _s24_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -4233,10 +4337,10 @@ def _s23_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v9 = None
     elif n == 2:
-        v9, p = _s23_record12(b, p)
+        v9, p = _s24_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v10, p = _s23_record16(b, p)
+    v10, p = _s24_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -4244,7 +4348,7 @@ def _s23_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s23_record18(b, p)
+        v11, p = _s24_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -4295,7 +4399,7 @@ def _s23_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'title': v6, 'region': v7, 'tasks': v8, 'planning': v9, 'consensus': v10, 'final_action': v11, 'deadline_ms': v12, 'token_budget': v13, 'submitted_by': v14}, p
 
 
-def _s24_record1(bytes b, Py_ssize_t p):
+def _s25_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4462,7 +4566,7 @@ def _s24_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'answer': v8, 'error': v9}, p
 
 
-def _s25_record1(bytes b, Py_ssize_t p):
+def _s26_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4649,10 +4753,10 @@ def _s25_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'reply_slot': v8, 'question': v9, 'mission_id': v10, 'task_id': v11}, p
 
 
-_s26_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
+_s27_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
 
 
-def _s26_record1(bytes b, Py_ssize_t p):
+def _s27_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4752,14 +4856,14 @@ def _s26_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v6 = _s26_const2[n >> 1]
+    v6 = _s27_const2[n >> 1]
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'phase': v6}, p
 
 
-def _s27_record5(bytes b, Py_ssize_t p):
+def _s28_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s27_count10, _s27_count7
+    cdef long long _s28_count10, _s28_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4787,18 +4891,18 @@ def _s27_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s27_items6 = []
-    _s27_count7 = b[p]
-    if _s27_count7 < 128:
+    _s28_items6 = []
+    _s28_count7 = b[p]
+    if _s28_count7 < 128:
         p += 1
-        _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+        _s28_count7 = (_s28_count7 >> 1) ^ -(_s28_count7 & 1)
     else:
-        _s27_count7, p = _long(b, p)
-    while _s27_count7:
-        if _s27_count7 < 0:
-            _s27_count7 = -_s27_count7
+        _s28_count7, p = _long(b, p)
+    while _s28_count7:
+        if _s28_count7 < 0:
+            _s28_count7 = -_s28_count7
             _, p = _long(b, p)
-        for _ in range(_s27_count7):
+        for _ in range(_s28_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4810,28 +4914,28 @@ def _s27_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_item8 = b[p:e].decode('utf-8')
+            _s28_item8 = b[p:e].decode('utf-8')
             p = e
-            _s27_items6.append(_s27_item8)
-        _s27_count7 = b[p]
-        if _s27_count7 < 128:
+            _s28_items6.append(_s28_item8)
+        _s28_count7 = b[p]
+        if _s28_count7 < 128:
             p += 1
-            _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+            _s28_count7 = (_s28_count7 >> 1) ^ -(_s28_count7 & 1)
         else:
-            _s27_count7, p = _long(b, p)
-    v2 = _s27_items6
-    _s27_items9 = []
-    _s27_count10 = b[p]
-    if _s27_count10 < 128:
+            _s28_count7, p = _long(b, p)
+    v2 = _s28_items6
+    _s28_items9 = []
+    _s28_count10 = b[p]
+    if _s28_count10 < 128:
         p += 1
-        _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
+        _s28_count10 = (_s28_count10 >> 1) ^ -(_s28_count10 & 1)
     else:
-        _s27_count10, p = _long(b, p)
-    while _s27_count10:
-        if _s27_count10 < 0:
-            _s27_count10 = -_s27_count10
+        _s28_count10, p = _long(b, p)
+    while _s28_count10:
+        if _s28_count10 < 0:
+            _s28_count10 = -_s28_count10
             _, p = _long(b, p)
-        for _ in range(_s27_count10):
+        for _ in range(_s28_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4843,16 +4947,16 @@ def _s27_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_item11 = b[p:e].decode('utf-8')
+            _s28_item11 = b[p:e].decode('utf-8')
             p = e
-            _s27_items9.append(_s27_item11)
-        _s27_count10 = b[p]
-        if _s27_count10 < 128:
+            _s28_items9.append(_s28_item11)
+        _s28_count10 = b[p]
+        if _s28_count10 < 128:
             p += 1
-            _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
+            _s28_count10 = (_s28_count10 >> 1) ^ -(_s28_count10 & 1)
         else:
-            _s27_count10, p = _long(b, p)
-    v3 = _s27_items9
+            _s28_count10, p = _long(b, p)
+    v3 = _s28_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -4870,10 +4974,10 @@ def _s27_record5(bytes b, Py_ssize_t p):
     return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
 
 
-def _s27_record1(bytes b, Py_ssize_t p):
+def _s28_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s27_count3
+    cdef long long _s28_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4965,31 +5069,31 @@ def _s27_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v5 = b[p:e].decode('utf-8')
     p = e
-    _s27_items2 = []
-    _s27_count3 = b[p]
-    if _s27_count3 < 128:
+    _s28_items2 = []
+    _s28_count3 = b[p]
+    if _s28_count3 < 128:
         p += 1
-        _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
+        _s28_count3 = (_s28_count3 >> 1) ^ -(_s28_count3 & 1)
     else:
-        _s27_count3, p = _long(b, p)
-    while _s27_count3:
-        if _s27_count3 < 0:
-            _s27_count3 = -_s27_count3
+        _s28_count3, p = _long(b, p)
+    while _s28_count3:
+        if _s28_count3 < 0:
+            _s28_count3 = -_s28_count3
             _, p = _long(b, p)
-        for _ in range(_s27_count3):
-            _s27_item4, p = _s27_record5(b, p)
-            _s27_items2.append(_s27_item4)
-        _s27_count3 = b[p]
-        if _s27_count3 < 128:
+        for _ in range(_s28_count3):
+            _s28_item4, p = _s28_record5(b, p)
+            _s28_items2.append(_s28_item4)
+        _s28_count3 = b[p]
+        if _s28_count3 < 128:
             p += 1
-            _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
+            _s28_count3 = (_s28_count3 >> 1) ^ -(_s28_count3 & 1)
         else:
-            _s27_count3, p = _long(b, p)
-    v6 = _s27_items2
+            _s28_count3, p = _long(b, p)
+    v6 = _s28_items2
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'tasks': v6}, p
 
 
-def _s28_record1(bytes b, Py_ssize_t p):
+def _s29_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5102,13 +5206,13 @@ def _s28_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'target': v5, 'ground_truth_version': v6}, p
 
 
-_s29_const2 = ('WORK', 'PLAN', 'FINAL')
+_s30_const2 = ('WORK', 'PLAN', 'FINAL')
 
 
-def _s29_record1(bytes b, Py_ssize_t p):
+def _s30_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s29_count4, _s29_count7
+    cdef long long _s30_count4, _s30_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5233,7 +5337,7 @@ def _s29_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s29_const2[n >> 1]
+    v9 = _s30_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5269,18 +5373,18 @@ def _s29_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s29_items3 = {}
-    _s29_count4 = b[p]
-    if _s29_count4 < 128:
+    _s30_items3 = {}
+    _s30_count4 = b[p]
+    if _s30_count4 < 128:
         p += 1
-        _s29_count4 = (_s29_count4 >> 1) ^ -(_s29_count4 & 1)
+        _s30_count4 = (_s30_count4 >> 1) ^ -(_s30_count4 & 1)
     else:
-        _s29_count4, p = _long(b, p)
-    while _s29_count4:
-        if _s29_count4 < 0:
-            _s29_count4 = -_s29_count4
+        _s30_count4, p = _long(b, p)
+    while _s30_count4:
+        if _s30_count4 < 0:
+            _s30_count4 = -_s30_count4
             _, p = _long(b, p)
-        for _ in range(_s29_count4):
+        for _ in range(_s30_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5292,7 +5396,7 @@ def _s29_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s29_key5 = b[p:e].decode('utf-8')
+            _s30_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -5305,27 +5409,27 @@ def _s29_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s29_items3[_s29_key5] = b[p:e].decode('utf-8')
+            _s30_items3[_s30_key5] = b[p:e].decode('utf-8')
             p = e
-        _s29_count4 = b[p]
-        if _s29_count4 < 128:
+        _s30_count4 = b[p]
+        if _s30_count4 < 128:
             p += 1
-            _s29_count4 = (_s29_count4 >> 1) ^ -(_s29_count4 & 1)
+            _s30_count4 = (_s30_count4 >> 1) ^ -(_s30_count4 & 1)
         else:
-            _s29_count4, p = _long(b, p)
-    v14 = _s29_items3
-    _s29_items6 = []
-    _s29_count7 = b[p]
-    if _s29_count7 < 128:
+            _s30_count4, p = _long(b, p)
+    v14 = _s30_items3
+    _s30_items6 = []
+    _s30_count7 = b[p]
+    if _s30_count7 < 128:
         p += 1
-        _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
+        _s30_count7 = (_s30_count7 >> 1) ^ -(_s30_count7 & 1)
     else:
-        _s29_count7, p = _long(b, p)
-    while _s29_count7:
-        if _s29_count7 < 0:
-            _s29_count7 = -_s29_count7
+        _s30_count7, p = _long(b, p)
+    while _s30_count7:
+        if _s30_count7 < 0:
+            _s30_count7 = -_s30_count7
             _, p = _long(b, p)
-        for _ in range(_s29_count7):
+        for _ in range(_s30_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5337,16 +5441,16 @@ def _s29_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s29_item8 = b[p:e].decode('utf-8')
+            _s30_item8 = b[p:e].decode('utf-8')
             p = e
-            _s29_items6.append(_s29_item8)
-        _s29_count7 = b[p]
-        if _s29_count7 < 128:
+            _s30_items6.append(_s30_item8)
+        _s30_count7 = b[p]
+        if _s30_count7 < 128:
             p += 1
-            _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
+            _s30_count7 = (_s30_count7 >> 1) ^ -(_s30_count7 & 1)
         else:
-            _s29_count7, p = _long(b, p)
-    v15 = _s29_items6
+            _s30_count7, p = _long(b, p)
+    v15 = _s30_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -5357,7 +5461,7 @@ def _s29_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'kind': v9, 'agent_id': v10, 'slot': v11, 'score': v12, 'prompt': v13, 'inputs': v14, 'required_capabilities': v15, 'max_steps': v16}, p
 
 
-def _s30_record1(bytes b, Py_ssize_t p):
+def _s31_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5507,7 +5611,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
 
 
-def _s31_record1(bytes b, Py_ssize_t p):
+def _s32_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5687,10 +5791,10 @@ def _s31_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'output': v10, 'confidence': v11, 'steps': v12, 'prompt_tokens': v13, 'completion_tokens': v14, 'latency_ms': v15}, p
 
 
-_s32_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s33_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s32_record1(bytes b, Py_ssize_t p):
+def _s33_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5830,7 +5934,7 @@ def _s32_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s32_const2[n >> 1]
+    v10 = _s33_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5897,10 +6001,10 @@ def _s32_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'failure': v10, 'detail': v11, 'raw_output': v12, 'steps': v13, 'prompt_tokens': v14, 'completion_tokens': v15, 'latency_ms': v16}, p
 
 
-def _s33_record1(bytes b, Py_ssize_t p):
+def _s34_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s33_count3
+    cdef long long _s34_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -6019,18 +6123,18 @@ def _s33_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s33_items2 = []
-    _s33_count3 = b[p]
-    if _s33_count3 < 128:
+    _s34_items2 = []
+    _s34_count3 = b[p]
+    if _s34_count3 < 128:
         p += 1
-        _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
+        _s34_count3 = (_s34_count3 >> 1) ^ -(_s34_count3 & 1)
     else:
-        _s33_count3, p = _long(b, p)
-    while _s33_count3:
-        if _s33_count3 < 0:
-            _s33_count3 = -_s33_count3
+        _s34_count3, p = _long(b, p)
+    while _s34_count3:
+        if _s34_count3 < 0:
+            _s34_count3 = -_s34_count3
             _, p = _long(b, p)
-        for _ in range(_s33_count3):
+        for _ in range(_s34_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6042,16 +6146,16 @@ def _s33_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s33_item4 = b[p:e].decode('utf-8')
+            _s34_item4 = b[p:e].decode('utf-8')
             p = e
-            _s33_items2.append(_s33_item4)
-        _s33_count3 = b[p]
-        if _s33_count3 < 128:
+            _s34_items2.append(_s34_item4)
+        _s34_count3 = b[p]
+        if _s34_count3 < 128:
             p += 1
-            _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
+            _s34_count3 = (_s34_count3 >> 1) ^ -(_s34_count3 & 1)
         else:
-            _s33_count3, p = _long(b, p)
-    v9 = _s33_items2
+            _s34_count3, p = _long(b, p)
+    v9 = _s34_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -6066,156 +6170,6 @@ def _s33_record1(bytes b, Py_ssize_t p):
     v10 = b[p:e].decode('utf-8')
     p = e
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'required_capabilities': v9, 'reason': v10}, p
-
-
-def _s34_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v5 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v7 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v8 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v9 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v10 = b[p:e].decode('utf-8')
-    p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'from_agent_id': v9, 'reason': v10}, p
 
 
 def _s35_record1(bytes b, Py_ssize_t p):
@@ -6365,10 +6319,160 @@ def _s35_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'from_agent_id': v9, 'reason': v10}, p
 
 
 def _s36_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v10 = b[p:e].decode('utf-8')
+    p = e
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
+
+
+def _s37_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6547,7 +6651,144 @@ def _s36_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'succeeded': v10, 'output': v11, 'malformed': v12, 'tokens': v13, 'latency_ms': v14, 'stale': v15}, p
 
 
-def _s37_record1(bytes b, Py_ssize_t p):
+def _s38_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9}, p
+
+
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6700,10 +6941,10 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'ground_truth_version': v10}, p
 
 
-_s38_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s40_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6850,7 +7091,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s38_const2[n >> 1]
+    v11 = _s40_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6881,7 +7122,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'step': v10, 'action': v11, 'content': v12, 'prompt_tokens': v13, 'completion_tokens': v14}, p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7049,7 +7290,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'generation_id': v6, 'prompt_tokens': v7, 'completion_tokens': v8, 'mission_id': v9, 'task_id': v10}, p
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7209,7 +7450,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9, 'reason': v10}, p
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7347,7 +7588,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9}, p
 
 
-def _s42_record5(bytes b, Py_ssize_t p):
+def _s44_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7393,10 +7634,10 @@ def _s42_record5(bytes b, Py_ssize_t p):
     return {'candidate_id': v0, 'agent_id': v1, 'output': v2}, p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s44_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s42_count3
+    cdef long long _s44_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7521,27 +7762,27 @@ def _s42_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s42_items2 = []
-    _s42_count3 = b[p]
-    if _s42_count3 < 128:
+    _s44_items2 = []
+    _s44_count3 = b[p]
+    if _s44_count3 < 128:
         p += 1
-        _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
+        _s44_count3 = (_s44_count3 >> 1) ^ -(_s44_count3 & 1)
     else:
-        _s42_count3, p = _long(b, p)
-    while _s42_count3:
-        if _s42_count3 < 0:
-            _s42_count3 = -_s42_count3
+        _s44_count3, p = _long(b, p)
+    while _s44_count3:
+        if _s44_count3 < 0:
+            _s44_count3 = -_s44_count3
             _, p = _long(b, p)
-        for _ in range(_s42_count3):
-            _s42_item4, p = _s42_record5(b, p)
-            _s42_items2.append(_s42_item4)
-        _s42_count3 = b[p]
-        if _s42_count3 < 128:
+        for _ in range(_s44_count3):
+            _s44_item4, p = _s44_record5(b, p)
+            _s44_items2.append(_s44_item4)
+        _s44_count3 = b[p]
+        if _s44_count3 < 128:
             p += 1
-            _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
+            _s44_count3 = (_s44_count3 >> 1) ^ -(_s44_count3 & 1)
         else:
-            _s42_count3, p = _long(b, p)
-    v9 = _s42_items2
+            _s44_count3, p = _long(b, p)
+    v9 = _s44_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7552,10 +7793,10 @@ def _s42_record1(bytes b, Py_ssize_t p):
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'slot': v8, 'candidates': v9, 'deadline_at': v10}, p
 
 
-_s43_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s45_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s43_record1(bytes b, Py_ssize_t p):
+def _s45_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7681,11 +7922,11 @@ def _s43_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s43_const2[n >> 1]
+    v8 = _s45_const2[n >> 1]
     return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'wait_id': v5, 'waiter_agent_id': v6, 'waits_for_agent_id': v7, 'outcome': v8}, p
 
 
-def _s44_record1(bytes b, Py_ssize_t p):
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7876,26 +8117,28 @@ READERS = {
     '08a112dec197e40b': _s20_record1,  # MissionCompleted v1
     '1c588229657689b0': _s21_record1,  # MissionFailed v1
     'd649fedb5b1aba1e': _s22_record1,  # MissionRejected v1
-    'd091a1efb68bdc71': _s23_record1,  # MissionSubmitted v1
-    'b1c4decffcb93029': _s24_record1,  # PeerAnswered v1
-    '8a9fdeb7e367cb72': _s25_record1,  # PeerQuestion v1
-    'ef58c438337eea71': _s26_record1,  # PhaseStarted v1
-    '92c08abb1c193b8b': _s27_record1,  # PlanAdopted v1
-    '408ae9cb1b660725': _s28_record1,  # ResyncRequested v1
-    '863cce9607afcb40': _s29_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s30_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s31_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s32_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s33_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s34_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s35_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s36_record1,  # TaskResultRecorded v1
-    'e6a663f565b98225': _s37_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s38_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s39_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s40_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s41_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s42_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s43_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s44_record1,  # WaitStarted v1
+    '645a56ed0f633944': _s23_record1,  # MissionRetired v1
+    'd091a1efb68bdc71': _s24_record1,  # MissionSubmitted v1
+    'b1c4decffcb93029': _s25_record1,  # PeerAnswered v1
+    '8a9fdeb7e367cb72': _s26_record1,  # PeerQuestion v1
+    'ef58c438337eea71': _s27_record1,  # PhaseStarted v1
+    '92c08abb1c193b8b': _s28_record1,  # PlanAdopted v1
+    '408ae9cb1b660725': _s29_record1,  # ResyncRequested v1
+    '863cce9607afcb40': _s30_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s31_record1,  # TaskCancelled v1
+    '14d84a52e182c131': _s32_record1,  # TaskCompleted v1
+    'cbb1794a558181c4': _s33_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s34_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s35_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s36_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s37_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s38_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s39_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s40_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s41_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s42_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s43_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s44_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s45_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s46_record1,  # WaitStarted v1
 }

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import pickle
 from pathlib import Path
 
 from rocksdict import Rdict
 
-from swarmlog.coordinator.journal import Folded, Origin
+from swarmlog.coordinator import state
+from swarmlog.coordinator.journal import Folded, Origin, Skip, Unreadable
 
 __all__ = ["Folded", "Origin", "load", "save"]
 
-SNAPSHOT_KEY = b"journal"
-"""Snapshots written before they recorded their origin used the key b"folded"; they are not read (a cache miss)."""
+
+def _layout() -> str:
+    """A digest of every field of every class a snapshot pickles: a build whose state has other fields reads none."""
+    classes = (Folded, Origin, Skip, Unreadable, state.State, state.Config, state.Agent, state.Mission, state.Replica,
+               state.TaskSpec, state.Ballot, state.Candidate, state.ConsensusSpec)
+    shapes = [(cls.__name__, [field.name for field in dataclasses.fields(cls)]) for cls in classes]
+    return hashlib.sha256(repr(shapes).encode()).hexdigest()[:16]
+
+
+SNAPSHOT_KEY = f"journal:{_layout()}".encode()
+"""Keyed by the state's layout: a snapshot of an older layout (or the older keys b"folded" and b"journal") is a
+cache miss, never a state missing the fields this build reads."""
 
 
 def load(path: Path) -> Folded | None:
@@ -29,7 +42,9 @@ def load(path: Path) -> Folded | None:
 
 
 def save(path: Path, folded: Folded) -> None:
-    """Replace the snapshot under `path`."""
+    """Replace the snapshot under `path` (and drop those of other layouts)."""
     path.mkdir(parents=True, exist_ok=True)
     with Rdict(str(path)) as db:
         db[SNAPSHOT_KEY] = pickle.dumps(folded)
+        for key in [key for key in db.keys() if key != SNAPSHOT_KEY]:
+            del db[key]

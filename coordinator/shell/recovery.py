@@ -71,7 +71,9 @@ async def recover(consumer: AIOKafkaConsumer, codec: Codec, partition: int, empt
             if snapshot is not None and snapshot.tip is not None:
                 doubt = await _doubt(consumer, codec, tp, snapshot, empty, origin)
                 if doubt is None:
-                    folded = await _fold_to_end(consumer, codec, tp, dataclasses.replace(snapshot, origin=origin))
+                    state = dataclasses.replace(snapshot.state, config=empty.config)  # today's timeouts
+                    folded = await _fold_to_end(consumer, codec, tp, dataclasses.replace(snapshot, state=state,
+                                                                                        origin=origin))
                 else:
                     log.warning("%s: not resuming from the coordinator snapshot: %s. Folding the whole journal "
                                 "partition instead; its result replaces the snapshot. If this coordinator should run "
@@ -101,7 +103,8 @@ async def _doubt(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, s
     then = snapshot.origin
     if then is None:
         return "it does not record where it was read"
-    if snapshot.state.config != empty.config or then.partition != tp.partition:
+    config, expected = snapshot.state.config, empty.config
+    if (config.region, config.regions, then.partition) != (expected.region, expected.regions, tp.partition):
         return (f"it was folded for {snapshot.state.config.region} (partition {then.partition} of regions "
                 f"{', '.join(snapshot.state.config.regions)}), not for {empty.config.region} (partition "
                 f"{tp.partition} of {', '.join(empty.config.regions)})")

@@ -27,6 +27,7 @@ from types import TracebackType
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from swarmlog.coordinator import Config, Decision, Receive, Rejected, Tick, decide, initial
+from swarmlog.coordinator.state import RETAIN_ENDED_MS, START_TIMEOUT_MS
 from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
@@ -67,12 +68,14 @@ class CoordinatorService:
 
     def __init__(self, settings: Settings, region: str, *, data_dir: Path | None = None,
                  recovery_timeout_s: float = 120.0, sensor: Sensor | None = None,
-                 snapshot_every_events: int = SNAPSHOT_EVERY_EVENTS, snapshot_every_s: float = SNAPSHOT_EVERY_S) -> None:
+                 snapshot_every_events: int = SNAPSHOT_EVERY_EVENTS, snapshot_every_s: float = SNAPSHOT_EVERY_S,
+                 start_timeout_ms: int = START_TIMEOUT_MS, retain_ended_ms: int = RETAIN_ENDED_MS) -> None:
         if region not in settings.region_names:
             raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
                               f"{', '.join(settings.region_names)}")
         self._settings = settings
         self._region = region
+        self._config = Config(region, settings.region_names, start_timeout_ms, retain_ended_ms)
         self._snapshot_dir = (data_dir or settings.cache_dir / "coordinator") / region
         self._recovery_timeout_s = recovery_timeout_s
         self._name = f"swarmlog-coordinator-{region}"
@@ -86,6 +89,7 @@ class CoordinatorService:
         self._lag_at = 0.0
         self._snapshot_every = (snapshot_every_events, snapshot_every_s)
         self._snapshotted = (-1, 0.0)  # the journal offset of the last snapshot, and when it was taken
+        self._inputs_since_ms = 0  # since when the inputs have been read without a gap (see Tick)
 
     async def __aenter__(self) -> CoordinatorService:
         await self.start()
@@ -110,7 +114,7 @@ class CoordinatorService:
                 settings, client_id=self._name, transactional_id=self._name if self._transactional else None,
                 max_batch_size=settings.max_message_bytes))
             journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
-            empty = initial(Config(self._region, settings.region_names))
+            empty = initial(self._config)
             started = time.monotonic()
             self._folded = await recover(journal, self._codec, partition, empty,
                                          snapshots.load(self._snapshot_dir), self._recovery_timeout_s)
@@ -122,6 +126,7 @@ class CoordinatorService:
             self._snapshotted = (self._folded.offset, time.monotonic())
             self._last_bucket = self._folded.clock // TICK_MS
             inputs = await self._started(self._inputs())
+            self._inputs_since_ms = now_ms()
             self._delivery = Delivery(self._producer, inputs, region=self._region, partition=partition,
                                       group_id=self._name, transactional=self._transactional)
             if not self._transactional:
@@ -226,8 +231,8 @@ class CoordinatorService:
         if wall // TICK_MS <= self._last_bucket:
             return
         self._last_bucket = wall // TICK_MS
-        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}"),
-                          self._folded.state)
+        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}",
+                               self._inputs_since_ms), self._folded.state)
         if isinstance(decision, Decision) and decision.events:
             async with self._delivery.unit():
                 await self._write(decision)

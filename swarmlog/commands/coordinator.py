@@ -14,6 +14,7 @@ from swarmlog import logs
 from swarmlog.commands.common import one_line_errors, out
 from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.state import START_TIMEOUT_MS
 from swarmlog.coordinator.shell.repair import describe, repair as record_repair
 from swarmlog.metrics import sensor_for
 from swarmlog.lifecycle import stop_on_signals
@@ -34,6 +35,10 @@ def coordinator(
     bootstrap: Bootstrap = None,
     data_dir: Annotated[Path | None, typer.Option(help="Journal snapshot folder (<cache dir>/coordinator).")] = None,
     metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
+    start_timeout_ms: Annotated[int, typer.Option(
+        min=1, envvar="SWARMLOG_COORDINATOR_START_TIMEOUT_MS",
+        help="Take an assigned task back, and reassign it, when its agent has not started it within this time "
+             "(default 3x the default heartbeat timeout).")] = START_TIMEOUT_MS,
 ) -> None:
     """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM.
 
@@ -42,16 +47,18 @@ def coordinator(
     if context.invoked_subcommand is not None:
         return
     logs.configure()
-    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir))
+    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir,
+                       start_timeout_ms))
 
 
-async def _serve(settings: Settings, region: str, data_dir: Path | None) -> None:
+async def _serve(settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int) -> None:
     """Run the service until a stop signal; the record in progress is finished and committed first."""
     stop = asyncio.Event()
     stop_on_signals(stop.set, what=f"the {region} coordinator", deadline_s=STOP_DEADLINE_S)
     sensor, server = sensor_for(settings.metrics_port)
     try:
-        async with CoordinatorService(settings, region, data_dir=data_dir, sensor=sensor) as service:
+        async with CoordinatorService(settings, region, data_dir=data_dir, sensor=sensor,
+                                      start_timeout_ms=start_timeout_ms) as service:
             await service.wait(stop)
     finally:
         if server is not None:

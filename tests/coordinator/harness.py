@@ -44,11 +44,11 @@ class Swarm:
         """Decide on a fresh input event and fold what it emits."""
         return self.apply(Receive(self.input(name, **fields), self.now_ms))
 
-    def tick(self, elapsed_ms: int = 0) -> list[Event]:
-        """Let time pass and decide a tick."""
+    def tick(self, elapsed_ms: int = 0, inputs_since_ms: int = 0) -> list[Event]:
+        """Let time pass and decide a tick (the inputs read without a gap since `inputs_since_ms`)."""
         self.now_ms += elapsed_ms
         self._sequence += 1
-        return self.apply(Tick(self.now_ms, f"tick-{self._sequence}"))
+        return self.apply(Tick(self.now_ms, f"tick-{self._sequence}", inputs_since_ms))
 
     def apply(self, command: Receive | Tick) -> list[Event]:
         """Decide a command (it must not be rejected), fold its events and append them to the journal."""
@@ -79,6 +79,12 @@ class Swarm:
             latest[key] = event
         return [event for key, event in latest.items() if key in live
                 and self.state.missions[key[0]].replica(key[1], key[2]).attempt == event.data["attempt"]]
+
+    def started(self, assigned: Event) -> list[Event]:
+        """The agent of an assignment says it started it."""
+        return self.send("TaskStarted", **{key: assigned.data[key] for key in ("mission_id", "task_id", "replica",
+                                                                               "attempt", "agent_id")},
+                         ground_truth_version=None)
 
     def complete(self, assigned: Event, output: str, tokens: int = 10) -> list[Event]:
         """The agent of an assignment answers it."""

@@ -65,11 +65,6 @@ class RecordedSwarm(Swarm):
         self.record(TOPIC_OF[event.name], event)
         return self.apply(Receive(event, self.now_ms)) if event.name in INPUTS else []
 
-    def started(self, assigned: Event) -> None:
-        """The assigned agent says it started the attempt."""
-        self.input("TaskStarted", **{k: assigned.data[k] for k in ("mission_id", "task_id", "replica", "attempt",
-                                                                   "agent_id")}, ground_truth_version=None)
-
     def registration(self, agent_id: str) -> str:
         """The event id of the agent's AgentRegistered."""
         return next(e.data["event_id"] for r in self.records if r.topic == "swarm.agents.registry"

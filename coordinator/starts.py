@@ -1,0 +1,39 @@
+"""Task starts: record that an agent started its running attempt; take back attempts it never started in time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from swarmlog.coordinator.dispatch import reassign
+from swarmlog.coordinator.draft import Draft
+from swarmlog.coordinator.state import RUNNING, Mission
+
+Data = Mapping[str, Any]
+
+
+def on_started(draft: Draft, data: Data) -> None:
+    """TaskStartRecorded for the running attempt the TaskStarted is about (once); any other start changes nothing."""
+    mission = draft.state.missions.get(data["mission_id"])
+    if mission is None or not mission.active or data["task_id"] not in mission.tasks:
+        return
+    replica = mission.replica(data["task_id"], data["replica"])
+    if (replica.status, replica.attempt, replica.agent_id, replica.started) != (RUNNING, data["attempt"],
+                                                                               data["agent_id"], False):
+        return
+    draft.emit("TaskStartRecorded", mission.mission_id, mission_id=mission.mission_id, task_id=data["task_id"],
+               replica=data["replica"], attempt=data["attempt"], agent_id=data["agent_id"])
+
+
+def take_back_unstarted(draft: Draft, mission: Mission, inputs_since_ms: int) -> None:
+    """Cancel on its agent, and reassign, every running attempt not started within the start timeout of its assignment
+    (or of `inputs_since_ms`, when the coordinator could not read the start before then)."""
+    timeout_ms = draft.state.config.start_timeout_ms
+    for (task_id, index), replica in mission.replicas.items():
+        waited_ms = draft.now_ms - max(replica.assigned_at, inputs_since_ms)
+        if replica.status != RUNNING or replica.started or waited_ms < timeout_ms:
+            continue
+        reason = f"not started within {timeout_ms} ms of its assignment to {replica.agent_id}"
+        draft.emit("TaskCancelled", mission.mission_id, mission_id=mission.mission_id, task_id=task_id,
+                   replica=index, attempt=replica.attempt, agent_id=replica.agent_id, reason=reason)
+        reassign(draft, (mission.mission_id, task_id, index), replica.agent_id or "", reason)
