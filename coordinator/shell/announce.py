@@ -23,6 +23,7 @@ from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
+from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
@@ -36,8 +37,9 @@ log = logging.getLogger("swarmlog.coordinator")
 class Announcer:
     """Announces one region's coordinator on start, every ANNOUNCE_MS, and as stopped on a clean stop."""
 
-    def __init__(self, settings: Settings, region: str, figures: Callable[[], Mapping[str, Any]]) -> None:
-        self._settings, self._region, self._figures = settings, region, figures
+    def __init__(self, settings: Settings, region: str, figures: Callable[[], Mapping[str, Any]],
+                 wait: BrokerWait) -> None:
+        self._settings, self._region, self._figures, self._wait = settings, region, figures, wait
         self._id = f"{socket.gethostname()}:{os.getpid()}"
         self._producer = EventProducer(settings, client_id=f"swarmlog-coordinator-{region}-announcer")
         self._task: asyncio.Task[None] | None = None
@@ -64,11 +66,12 @@ class Announcer:
             await self._announce(serving=True)
 
     async def _announce(self, *, serving: bool) -> None:
-        """Write one announcement; a failure is logged, never fatal (clients then see the region as unserved)."""
+        """Write one announcement, telling `wait` how the broker answered; a failure is logged, never fatal (clients
+        then see the region as unserved)."""
         event = stamp("CoordinatorAnnounced", producer=f"coordinator:{self._region}", region=self._region,
                       coordinator_id=self._id, serving=serving, interval_ms=ANNOUNCE_MS, **self._figures())
         try:
-            await self._producer.send(TOPIC, event, key=self._region)
+            await self._wait.through(self._producer.send(TOPIC, event, key=self._region))
         except (KafkaError, SwarmlogError) as exc:
             log.warning("could not announce %s on %s (%s); run `swarmlog topics ensure` if the topic is missing",
                         self._region, TOPIC, exc)

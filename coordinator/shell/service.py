@@ -44,6 +44,7 @@ from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, decode_or_dead_letter,
                                     send_dead_letter)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
@@ -89,7 +90,8 @@ class CoordinatorService:
         self._lag_at = 0.0
         self._snapshot_every = (snapshot_every_events, snapshot_every_s)
         self._snapshotted = (-1, 0.0)  # the journal offset of the last snapshot, and when it was taken
-        self._inputs_since_ms = 0  # since when the inputs have been read without a gap (see Tick)
+        self._inputs_since_ms = 0  # since when the inputs have been read (see Tick), unless a broker wait ended later
+        self._broker = BrokerWait(self._sensor, settings.bootstrap or "", "take the coordinator's announcements")
 
     async def __aenter__(self) -> CoordinatorService:
         await self.start()
@@ -131,7 +133,7 @@ class CoordinatorService:
                                       group_id=self._name, transactional=self._transactional)
             if not self._transactional:
                 await self._delivery.inbox(messages(self._folded.last, self._folded.state))
-            announcer = Announcer(settings, self._region, lambda: figures(self._folded.state))
+            announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
             await announcer.start()
             self._stack.push_async_callback(announcer.stop)  # first to go: the region is unserved before we stop
         except BaseException:
@@ -231,8 +233,11 @@ class CoordinatorService:
         if wall // TICK_MS <= self._last_bucket:
             return
         self._last_bucket = wall // TICK_MS
-        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}",
-                               self._inputs_since_ms), self._folded.state)
+        since = max(self._inputs_since_ms, self._broker.resumed_ms)
+        if self._broker.waiting_since_ms is not None:
+            since = wall  # the broker is away now: no start can be read, so no silence counts
+        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}", since),
+                          self._folded.state)
         if isinstance(decision, Decision) and decision.events:
             async with self._delivery.unit():
                 await self._write(decision)

@@ -34,12 +34,14 @@ class BrokerWait:
         self._sensor, self._bootstrap, self._what = sensor, bootstrap, what
         self.answered_ms: int | None = None  # the last answer
         self.waiting_since_ms: int | None = None  # None while the broker answers
+        self.resumed_ms = 0  # when the last wait ended (0: none ended yet)
 
     def answered(self, at_ms: int) -> None:
         """The broker answered at `at_ms`: a wait ends (one WARNING saying how long it lasted)."""
         if self.waiting_since_ms is not None:
             log.warning("the broker at %s answers again after %.1f s", self._bootstrap,
                         (at_ms - self.waiting_since_ms) / 1000)
+            self.resumed_ms = at_ms
         self.answered_ms, self.waiting_since_ms = at_ms, None
         self._sensor.on_broker_waiting(0.0)
 
