@@ -12,6 +12,7 @@ from swarmlog.coordinator.state import (
     Agent, Ballot, Candidate, ConsensusSpec, Mission, State, TaskKey,
 )
 from swarmlog.schemas.events import Event, to_millis
+from swarmlog.streams.persistent import PSet
 
 Data = Mapping[str, Any]
 
@@ -214,7 +215,7 @@ def _ended(phase: str) -> Callable[[State, Data], State]:
 def _retired(state: State, data: Data) -> State:
     mission_id = data["mission_id"]
     missions = {key: mission for key, mission in state.missions.items() if key != mission_id}
-    return dataclasses.replace(state, missions=missions, retired=state.retired | {mission_id})
+    return dataclasses.replace(state, missions=missions, retired=PSet(state.retired).add(mission_id))
 
 
 def _deadlock_broken(state: State, data: Data) -> State:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
+
+from swarmlog.streams.persistent import PSet
 
 PLAN_TASK = "@plan"
 FINAL_TASK = "@final"
@@ -165,7 +167,8 @@ class State:
     missions: Mapping[str, Mission] = dataclasses.field(default_factory=dict)
     queue: tuple[TaskKey, ...] = ()
     rejected: frozenset[str] = frozenset()
-    retired: frozenset[str] = frozenset()
+    retired: Set[str] = PSet()
+    """Retired missions' ids: a persistent set, so that retiring one costs O(log n), not a copy of them all."""
     broken_waits: frozenset[str] = frozenset()
 
     def known(self, mission_id: str) -> bool:
