@@ -1,29 +1,39 @@
-"""Soak: steady missions for a long run while every kind of process is killed with -9 and garbage trickles in.
+"""Soak: steady missions for a long run while every kind of process is killed with -9, the broker is bounced and
+garbage trickles in.
 
 Starts Apache Kafka (single node) and Redis itself, then `swarmlog streams`, a region-0 `swarmlog coordinator` and
 N scripted `swarmlog agent` processes, each a real process with its own data dir. Then, for --minutes:
 - a mission of 2 tasks (replicas 2) and a vote is submitted every --mission-every seconds and followed to its end;
 - about every --kill-every seconds one process, picked at random among all kinds, is killed with SIGKILL and
   started again on the same data dir (the supervisor here restarts; the product's processes recover on their own);
+- every --bounce-every seconds, while the latest mission is under way, the broker is stopped, alternately with
+  SIGTERM (a clean stop) and SIGKILL (a crash), and started again on its ports and data dir; the other loops pause
+  until it answers again, so no kill, mission submission or garbage falls inside the outage, while the missions under
+  way ride it out;
 - a garbage record (empty, one byte, the magic alone, random bytes) goes to a random swarm.* topic every
   --garbage-every seconds (never the journal: its garbage has its own repair path);
-- every process's RSS is sampled every 10 s.
-Report: per process kind, RSS after warm-up (the first --warmup-minutes) against the end and the largest deviation
-(the target: within +-10 %), kills survived; missions submitted, completed, failed, still open; mission latency per
-5-minute window (bounded lag); garbage records written. Broker bounces are not part of this run yet (see
-docs/benchmarks.md).
+- every process's RSS is sampled every 10 s, from 30 s after its (re)start.
+Report: per process kind, RSS in the first minute after warm-up (the first --warmup-minutes) against the last minute
+and the largest deviation (the target: within +-10 %), kills survived and deaths on its own; each bounce's outage
+and the missions under way across it; missions submitted, completed, failed, still open, and from each mission's
+journal the task results recorded twice for one attempt (doubled) or never (lost); mission latency per 5-minute
+window (bounded lag); garbage records written per kind.
 Run: .venv/bin/python bench/soak_bench.py [--minutes 30] [--agents 4] [--kill-every 20] [--mission-every 5]
+     [--bounce-every 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -34,31 +44,42 @@ from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.table import Table
 
-from swarmlog.client import MissionClient, MissionTimeout
+from swarmlog import logs
+from swarmlog.client import MissionClient
+from swarmlog.coordinator.state import FINAL_TASK
 from swarmlog.kafka.admin import ensure_topics
-from swarmlog.services import open_services, process
+from swarmlog.services import KafkaNode, open_redis, process, run_kafka_cluster
 from swarmlog.settings import Settings
 from swarmlog.topics import catalog
 
+sys.path[:0] = [str(Path(__file__).parents[1] / "tests")]
+from coordinator.live import attempts  # noqa: E402
+
 JOURNAL = "swarm.coordinator.journal"
-GARBAGE = (b"", b"\x00", b"\xc3\x01", None)  # None: 64 random bytes
+GARBAGE = {"empty": b"", "one byte": b"\x00", "magic alone": b"\xc3\x01", "64 random bytes": None}
 CAPABILITIES = "coding,review,decision_making"
+AFTER_BOUNCE_S = 60  # a process that dies on its own this soon after a bounce counts against that bounce
+SAMPLE_EVERY_S = 10
+SETTLE_S = 30  # a process's RSS is sampled from this long after its (re)start: a fresh one is still loading
 
 
 @dataclasses.dataclass
 class Proc:
-    """One supervised process of the swarm: how to start it, the running child, and how often it was killed."""
+    """One supervised process of the swarm: how to start it, the running child, its kills and deaths on its own."""
 
     name: str
     kind: str
     argv: list[str]
     log: Path
     child: process.Child | None = None
+    started: float = 0.0  # time.monotonic() of the latest start
     kills: int = 0
+    deaths: list[float] = dataclasses.field(default_factory=list)  # seconds since start
     rss_mb: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # (seconds since start, MB)
 
     def start(self, env: dict[str, str]) -> None:
         """Start (or start again) the process, output appended to its log."""
+        self.started = time.monotonic()
         self.child = process.spawn([sys.executable, "-m", "swarmlog", *self.argv], name=self.name, log=self.log,
                                    env=env)
 
@@ -96,62 +117,135 @@ def mission(number: int) -> dict:
             "deadline_ms": 300_000}
 
 
+def planned(spec: dict) -> set[tuple[str, int]]:
+    """The (task, replica) pairs a mission's journal must hold a result for once it has completed."""
+    return {(task["task_id"], replica) for task in spec["tasks"] for replica in range(task["replicas"])} | {
+        (FINAL_TASK, 0)}
+
+
 @dataclasses.dataclass
-class Missions:
-    """Submitted missions and how they ended (submitted s, latency s or None, outcome), and garbage records written."""
+class MissionRun:
+    """One submitted mission: submitted and ended (s since start; None while open), how it ended, and its task
+    results recorded twice for one attempt (doubled) or not at all (lost)."""
 
-    runs: list[tuple[float, float | None, str]] = dataclasses.field(default_factory=list)
-    garbage: int = 0
+    at_s: float
+    end_s: float | None
+    outcome: str
+    doubled: int = 0
+    lost: int = 0
+
+    @property
+    def latency_s(self) -> float | None:
+        """Submission to end, or None while open."""
+        return None if self.end_s is None else self.end_s - self.at_s
 
 
-async def follow(client: MissionClient, mission_id: str, started: float, at_s: float, missions: Missions) -> None:
-    """Wait for a mission's end and record it."""
+@dataclasses.dataclass
+class Bounce:
+    """One broker bounce: when it began (s since start), the signal it was stopped with, how it exited, the outage."""
+
+    at_s: float
+    signal: str
+    exit: str
+    outage_s: float
+
+    def overlaps(self, run: MissionRun) -> bool:
+        """Whether the mission was under way during the outage."""
+        return run.at_s <= self.at_s + self.outage_s and (run.end_s is None or run.end_s >= self.at_s)
+
+
+@dataclasses.dataclass
+class Tally:
+    """What the soak did and saw: the missions, the broker bounces, the garbage records written per kind."""
+
+    missions: list[MissionRun] = dataclasses.field(default_factory=list)
+    bounces: list[Bounce] = dataclasses.field(default_factory=list)
+    garbage: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+
+
+async def follow(client: MissionClient, spec: dict, began: float, at_s: float, tally: Tally) -> None:
+    """Read a mission's journal up to its end and record how it ended, with its doubled and lost results."""
     try:
-        result = await client.wait(mission_id, "region-0", timeout_s=600)
-        ok = result.name == "MissionCompleted" and result.data["success"]
-        missions.runs.append((at_s, time.monotonic() - started, "completed" if ok else result.name))
-    except MissionTimeout:
-        missions.runs.append((at_s, None, "open"))
+        async with asyncio.timeout(600):
+            events = [event async for event in client.follow(spec["mission_id"], "region-0")]
+    except TimeoutError:
+        tally.missions.append(MissionRun(at_s, None, "open"))
+        return
+    ended, recorded = events[-1], attempts(events, "TaskResultRecorded")
+    ok = ended.name == "MissionCompleted" and ended.data["success"]
+    if not ok:
+        print(f"mission {spec['mission_id']} ended with {ended.name}: {ended.data}", file=sys.stderr)
+    lost = planned(spec) - {(task, replica) for _, task, replica, _ in recorded} if ok else set()
+    tally.missions.append(MissionRun(at_s, time.monotonic() - began, "completed" if ok else ended.name,
+                                     doubled=sum(count - 1 for count in recorded.values()), lost=len(lost)))
 
 
-async def soak(args: argparse.Namespace, settings: Settings, procs: list[Proc], env: dict[str, str]) -> Missions:
-    """Run the soak's loops until --minutes have passed; the missions and their ends."""
-    client, missions, rng = MissionClient(settings, client_name="soak"), Missions(), random.Random(args.seed)
+async def bounce(node: KafkaNode, crash: bool, at_s: float) -> Bounce:
+    """Stop the broker (SIGKILL when `crash`, else SIGTERM), start it again on its ports and data dir, and wait until
+    it answers."""
+    started = time.monotonic()
+    await asyncio.to_thread(node.kill if crash else node.stop)
+    exited = process.describe_exit(node.child.popen.returncode)
+    node.spawn()  # from the loop's thread, which outlives the broker: a node dies with the thread that spawned it
+    await asyncio.to_thread(node.wait_ready, 180)
+    return Bounce(at_s, "SIGKILL" if crash else "SIGTERM", exited, time.monotonic() - started)
+
+
+def next_kill(rng: random.Random, every: float) -> float:
+    """When the next kill is due: about `every` seconds from now."""
+    return time.monotonic() + rng.uniform(0.5, 1.5) * every
+
+
+async def soak(args: argparse.Namespace, settings: Settings, node: KafkaNode, procs: list[Proc],
+               env: dict[str, str]) -> Tally:
+    """Run the soak's loops until --minutes have passed; what they did and saw."""
+    client, tally, rng = MissionClient(settings, client_name="soak"), Tally(), random.Random(args.seed)
     began = time.monotonic()
     end = began + args.minutes * 60
     follows: list[asyncio.Task[None]] = []
     topics = [spec.name for spec in catalog(settings) if spec.name != JOURNAL]
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, enable_idempotence=True, acks="all")
     await producer.start()
-    next_mission = next_kill = next_garbage = next_sample = began
+    due_mission = due_kill = due_garbage = due_sample = began
+    due_bounce = began + args.bounce_every
     number = 0
     try:
         while (now := time.monotonic()) < end:
-            if now >= next_mission:
-                mission_id = await client.submit(mission(number))
-                follows.append(asyncio.create_task(follow(client, mission_id, now, now - began, missions)))
-                number, next_mission = number + 1, now + args.mission_every
-            if now >= next_kill:
+            # A bounce comes while the latest mission is under way, alone in its turn: nothing else happens until
+            # the broker answers again.
+            if now >= due_bounce and follows and not follows[-1].done():
+                tally.bounces.append(await bounce(node, crash=len(tally.bounces) % 2 == 1, at_s=now - began))
+                due_bounce, due_kill = time.monotonic() + args.bounce_every, next_kill(rng, args.kill_every)
+                continue
+            if now >= due_mission:
+                spec = mission(number)
+                await client.submit(spec)
+                follows.append(asyncio.create_task(follow(client, spec, began, now - began, tally)))
+                number, due_mission = number + 1, now + args.mission_every
+            if now >= due_kill:
                 victim = rng.choice(procs)
                 os.kill(victim.child.pid, 9)
                 victim.child.popen.wait()
                 victim.kills += 1
                 victim.start(env)
-                next_kill = now + rng.uniform(0.5, 1.5) * args.kill_every
-            if now >= next_garbage:
-                value = rng.choice(GARBAGE)
+                due_kill = next_kill(rng, args.kill_every)
+            if now >= due_garbage:
+                kind = rng.choice(sorted(GARBAGE))
+                value = GARBAGE[kind]
                 # Keyed: compacted topics (the registry, the ground truth) refuse records without a key.
                 await producer.send_and_wait(rng.choice(topics), rng.randbytes(64) if value is None else value,
                                              key=b"soak-garbage")
-                missions.garbage, next_garbage = missions.garbage + 1, now + args.garbage_every
-            if now >= next_sample:
+                tally.garbage[kind] += 1
+                due_garbage = now + args.garbage_every
+            if now >= due_sample:
                 for proc in procs:
-                    if (rss := proc.rss()) is not None:
+                    if now - proc.started >= SETTLE_S and (rss := proc.rss()) is not None:
                         proc.rss_mb.append((now - began, rss))
-                next_sample = now + 10
+                due_sample = now + SAMPLE_EVERY_S
             for proc in procs:  # a process that died on its own (not killed here) is a finding: restart and count
                 if proc.child.death() is not None:
-                    print(f"{proc.name} died on its own: {proc.child.death(lines=5)}", file=sys.stderr)
+                    print(f"at {now - began:.0f} s {proc.child.death(lines=5)}", file=sys.stderr)
+                    proc.deaths.append(now - began)
                     proc.start(env)
             await asyncio.sleep(0.2)
         if follows:
@@ -160,40 +254,75 @@ async def soak(args: argparse.Namespace, settings: Settings, procs: list[Proc], 
         for task in follows:
             task.cancel()
         await producer.stop()
-    return missions
+    return tally
 
 
-def report(args: argparse.Namespace, procs: list[Proc], missions: Missions, console: Console) -> None:
-    """The tables: RSS per process kind, kills, missions and their latency per window."""
+def memory_table(args: argparse.Namespace, procs: list[Proc]) -> Table:
+    """RSS per process kind after warm-up against the end, kills survived and deaths on its own."""
     warmup_s = args.warmup_minutes * 60
-    rss = Table("process kind", "processes", "kills survived", "RSS after warm-up MB", "RSS at end MB",
-                "largest deviation", "within +-10 %", title="Memory and kills")
+    table = Table("process kind", "processes", "kills survived", "died on its own", "RSS after warm-up MB",
+                  "RSS at end MB", "largest deviation", "within +-10 %", title="Memory (first and last minute's "
+                  f"mean, samples from {SETTLE_S} s after each start), kills and deaths")
     for kind in ("streams", "coordinator", "agent"):
         members = [proc for proc in procs if proc.kind == kind]
-        after = [mb for proc in members for at, mb in proc.rss_mb if at >= warmup_s]
+        after = [mb for _, mb in sorted((at, mb) for proc in members for at, mb in proc.rss_mb if at >= warmup_s)]
         if not after:
             continue
-        first = [mb for proc in members for at, mb in proc.rss_mb if warmup_s <= at < warmup_s + 60] or after[:1]
-        base = sum(first) / len(first)
+        minute = len(members) * 60 // SAMPLE_EVERY_S  # about a minute of the kind's samples
+        base, final = statistics.mean(after[:minute]), statistics.mean(after[-minute:])
         deviation = max(abs(mb - base) / base for mb in after)
-        rss.add_row(kind, str(len(members)), str(sum(proc.kills for proc in members)), f"{base:.0f}",
-                    f"{after[-1]:.0f}", f"{deviation:.1%}", "yes" if deviation <= 0.10 else "NO")
-    console.print(rss)
-    outcomes = Table("missions submitted", "completed", "failed", "still open", "garbage records",
-                     title="Missions")
-    ended = [outcome for _, _, outcome in missions.runs]
-    outcomes.add_row(str(len(missions.runs)), str(ended.count("completed")),
-                     str(sum(1 for o in ended if o not in ("completed", "open"))), str(ended.count("open")),
-                     str(missions.garbage))
-    console.print(outcomes)
-    windows = Table("window (minutes)", "missions", "latency p50 s", "latency max s", title="Mission latency")
+        table.add_row(kind, str(len(members)), str(sum(proc.kills for proc in members)),
+                      str(sum(len(proc.deaths) for proc in members)), f"{base:.0f}", f"{final:.0f}",
+                      f"{deviation:.1%}", "yes" if deviation <= 0.10 else "NO")
+    return table
+
+
+def bounce_table(tally: Tally, procs: list[Proc]) -> Table:
+    """Each broker bounce: its stop, its outage, the missions under way across it and deaths that followed it."""
+    table = Table("bounce at min", "stopped with", "broker", "outage s", "missions across it", "their ends",
+                  "their latency max s", f"deaths within {AFTER_BOUNCE_S} s", title="Broker bounces")
+    for bounced in tally.bounces:
+        across = [run for run in tally.missions if bounced.overlaps(run)]
+        latencies = [run.latency_s for run in across if run.latency_s is not None]
+        ends = collections.Counter(run.outcome for run in across)
+        deaths = sum(bounced.at_s <= at <= bounced.at_s + bounced.outage_s + AFTER_BOUNCE_S
+                     for proc in procs for at in proc.deaths)
+        table.add_row(f"{bounced.at_s / 60:.1f}", bounced.signal, bounced.exit, f"{bounced.outage_s:.1f}",
+                      str(len(across)), ", ".join(f"{count} {outcome}" for outcome, count in ends.items()),
+                      f"{max(latencies):.1f}" if latencies else "-", str(deaths))
+    return table
+
+
+def missions_table(tally: Tally) -> Table:
+    """Missions by how they ended, and results doubled or lost."""
+    table = Table("missions submitted", "completed", "failed", "still open", "results doubled", "results lost",
+                  title="Missions")
+    ended = [run.outcome for run in tally.missions]
+    table.add_row(str(len(ended)), str(ended.count("completed")),
+                  str(sum(1 for outcome in ended if outcome not in ("completed", "open"))), str(ended.count("open")),
+                  str(sum(run.doubled for run in tally.missions)), str(sum(run.lost for run in tally.missions)))
+    return table
+
+
+def latency_table(args: argparse.Namespace, tally: Tally) -> Table:
+    """Mission latency per 5-minute window of submission, and how many of its missions were under way in a bounce."""
+    table = Table("window (minutes)", "missions", "across a bounce", "latency p50 s", "latency max s",
+                  title="Mission latency")
     for start in range(0, args.minutes, 5):
-        latencies = sorted(latency for at, latency, _ in missions.runs
-                           if latency is not None and start * 60 <= at < (start + 5) * 60)
+        runs = [run for run in tally.missions if run.latency_s is not None and start * 60 <= run.at_s < (start + 5) * 60]
+        latencies = sorted(run.latency_s for run in runs)
         if latencies:
-            windows.add_row(f"{start}-{start + 5}", str(len(latencies)), f"{latencies[len(latencies) // 2]:.1f}",
-                            f"{latencies[-1]:.1f}")
-    console.print(windows)
+            across = sum(any(bounced.overlaps(run) for bounced in tally.bounces) for run in runs)
+            table.add_row(f"{start}-{min(start + 5, args.minutes)}", str(len(runs)), str(across),
+                          f"{latencies[len(latencies) // 2]:.1f}", f"{latencies[-1]:.1f}")
+    return table
+
+
+def garbage_table(tally: Tally) -> Table:
+    """Garbage records written per kind."""
+    table = Table(*GARBAGE, "total", title="Garbage records written")
+    table.add_row(*(str(tally.garbage[kind]) for kind in GARBAGE), str(sum(tally.garbage.values())))
+    return table
 
 
 def main() -> None:
@@ -204,13 +333,16 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=20.0)
     parser.add_argument("--mission-every", type=float, default=5.0)
     parser.add_argument("--garbage-every", type=float, default=3.0)
+    parser.add_argument("--bounce-every", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    logs.configure(logging.WARNING)  # this process's clients ride the bounces too: their repeats held back
     console = Console(width=160)
     settings = dataclasses.replace(Settings.from_env(), broker="kafka", bootstrap=None, redis_url=None, regions=1)
     work = Path(tempfile.mkdtemp(prefix="swarmlog-soak-"))
-    with open_services(settings) as services:
-        settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
+    with run_kafka_cluster(settings.cache_dir, nodes=1) as cluster, open_redis(settings) as redis:
+        [node] = cluster.nodes
+        settings = settings.with_services(bootstrap=cluster.bootstrap, redis_url=redis.url)
         asyncio.run(ensure_topics(settings))
         env = os.environ | {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": settings.bootstrap,
                             "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": "1"}
@@ -219,10 +351,12 @@ def main() -> None:
             for proc in procs:
                 proc.start(env)
             console.print(f"soak for {args.minutes} min on {settings.bootstrap}; logs in {work}")
-            missions = asyncio.run(soak(args, settings, procs, env))
+            tally = asyncio.run(soak(args, settings, node, procs, env))
         finally:
             process.stop_all([proc.child.popen for proc in procs if proc.child])
-    report(args, procs, missions, console)
+    for table in (memory_table(args, procs), bounce_table(tally, procs), missions_table(tally),
+                  latency_table(args, tally), garbage_table(tally)):
+        console.print(table)
 
 
 if __name__ == "__main__":
