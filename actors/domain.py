@@ -196,6 +196,12 @@ def stale(command: Receive) -> bool:
     return command.now_ms - command.event.occurred_at_ms > STALE_MS
 
 
+def declared_dead(event: Event, agent_id: str, registration_id: str) -> bool:
+    """Whether a registry event declares this run of the agent (its registration) dead; an older run's death is not."""
+    return (event.name == "AgentDeclaredDead" and event.data["agent_id"] == agent_id
+            and event.data["registration_id"] == registration_id)
+
+
 def task_key(data: Mapping[str, Any]) -> TaskKey:
     """The (mission, task, replica, attempt) of a task event."""
     return data["mission_id"], data["task_id"], data["replica"], data["attempt"]

@@ -21,7 +21,8 @@ from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
 from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
 from swarmlog.actors.resync import read_ground_truth
-from swarmlog.actors.domain import Ballot, Order, Question, Receive, Rejected, Reply, Work, decide, evolve
+from swarmlog.actors.domain import (Ballot, Order, Question, Receive, Rejected, Reply, TaskKey, Work, declared_dead,
+                                    decide, evolve)
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
@@ -36,6 +37,7 @@ from swarmlog.kafka.reading import cluster_id
 from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event,
                                     send_dead_letter)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
 from swarmlog.schemas.codec import codec_for
@@ -86,6 +88,9 @@ class Agent:
         self._codec = codec_for(settings.schema_registry_url)
         self._inbox = TopicPartition(INBOX_TOPIC, config.slot)
         self._name = f"agent:{config.agent_id}"
+        self._wait = BrokerWait(self._sensor, settings.bootstrap or "", f"take the events of {self._name}")
+        self._registration_id = ""  # the event id of this run's AgentRegistered
+        self._abandoned: TaskKey | None = None  # the task of a run declared dead, handed back before its next step
         self._stopping = asyncio.Event()
         self._unthrottled = asyncio.Event()
         self._busy: asyncio.Task[None] | None = None
@@ -112,7 +117,7 @@ class Agent:
         try:
             async with EventProducer(self._settings, client_id=self._name) as producer, memory:
                 await consumer.start()
-                self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings), store
+                self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings, self._wait), store
                 self._memory = memory
                 tasks, control = await self._partitions(TASKS_TOPIC), await self._partitions(CONTROL_TOPIC)
                 started = time.monotonic()
@@ -142,22 +147,23 @@ class Agent:
 
     async def _serve(self, consumer: AIOKafkaConsumer, control: list[TopicPartition],
                      registry: list[TopicPartition]) -> None:
-        """Register, heartbeat and handle records until stopped; then drain and deregister."""
-        consumer.assign([self._inbox, *control, *registry])
+        """Register, heartbeat and handle records until stopped; then drain and deregister.
+
+        The registry is read for a death of this run: from the registration on, in the partition it landed in (where
+        its death is written too, under the same key); when asking peers, all of it from the beginning."""
+        await self._resync()  # before registering, so the first task already sees the current ground truth
+        own, registered_at = await self._register()
+        consumer.assign([self._inbox, *control, *(registry or [own])])
         consumer.seek(self._inbox, self._checkpoint.inbox)
         if registry:
             await consumer.seek_to_beginning(*registry)  # the peer directory is the fold of the whole registry
+        else:
+            consumer.seek(own, registered_at)
         for tp in control:  # where recovery's fold ended: no control event after it is missed, none before is obeyed
             consumer.seek(tp, self._checkpoint.control[tp.partition])
         self._consumer = consumer
         self._gate()
-        await self._resync()  # before registering, so the first task already sees the current ground truth
-        registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
-                                 model=self._brain.model, brain=self._config.brain, node=self._config.node,
-                                 gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
-        await self._emit([registered])
-        log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
-        heartbeats = asyncio.create_task(self._heartbeat(registered.event_id))
+        heartbeats = asyncio.create_task(self._heartbeat())
         resyncs = asyncio.create_task(self._resync_every())
         try:
             while not self._stopping.is_set():
@@ -166,7 +172,7 @@ class Agent:
                     for record in records:
                         self._sensor.on_consumed(tp.topic)
                         if tp.topic == REGISTRY_TOPIC:
-                            self._registry(record)
+                            await self._registry(record)
                         elif tp.topic == CONTROL_TOPIC:
                             await self._control(record)
                         elif self._busy is not None:
@@ -235,8 +241,20 @@ class Agent:
         else:
             self._deferred.append(record)
 
-    def _registry(self, record) -> None:
-        """Fold a registry record into the peer directory; skip one it cannot decode.
+    async def _register(self) -> tuple[TopicPartition, int]:
+        """Register a new run of this agent (the AgentRegistered's id names it); the registry partition it landed in,
+        and the offset after it."""
+        registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
+                                 model=self._brain.model, brain=self._config.brain, node=self._config.node,
+                                 gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
+        ((landed, after),) = (await self._emit([registered])).items()
+        self._registration_id = registered.event_id
+        log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
+        return landed, after
+
+    async def _registry(self, record) -> None:
+        """Fold a registry record into the peer directory, and register again on a death of this run; skip a record
+        it cannot decode.
 
         Only a component that consumes a topic for its effects writes that topic's dead letters: the registry's is
         the streams worker (DEAD_LETTERED_BY). The agent reads the registry for a directory of peers, from the
@@ -248,6 +266,20 @@ class Agent:
             self._sensor.on_decode_failure(record.topic)
             return
         self._peers = evolve_peers(self._peers, event)
+        if declared_dead(event, self._config.agent_id, self._registration_id):
+            await self._reenlist(event)
+
+    async def _reenlist(self, death: Event) -> None:
+        """Declared dead while running (its heartbeats did not reach the liveness watch in time, e.g. through a broker
+        outage on its side): hand back the task of the dead run, which the coordinator has reassigned, and register a
+        new run, which the registry and the coordinator take as alive (heartbeats of a dead run never revive it)."""
+        run = self._run
+        self._abandoned = run.order.key if run is not None else None
+        log.warning("agent %s was declared dead while running (registration %s, no heartbeat seen within %d ms); "
+                    "%sregistering again", self._config.agent_id, death.data["registration_id"],
+                    death.data["timeout_ms"], "" if run is None else
+                    f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and ")
+        await self._register()
 
     async def _work(self, order: Order) -> None:
         """The step loop: generate, act, until the task closes; between steps obey throttling and stopping.
@@ -260,8 +292,9 @@ class Agent:
         while run is not None:
             self._run = run
             await self._unthrottled.wait()
-            if self._stopping.is_set():
-                await self._write([released(run, "agent stopping", now_ms())])
+            reason = self._giving_up(run)
+            if reason is not None:
+                await self._write([released(run, reason, now_ms())])
                 break
             try:
                 generation = await self._brain.generate(run.prompt(memories, self._truth), run.schema, self._config.max_tokens)
@@ -283,6 +316,14 @@ class Agent:
                 ended, run = await self._ask(run)
                 await self._write([ended])
         self._run = None
+
+    def _giving_up(self, run: Run) -> str | None:
+        """Why the run is handed back before its next step (the agent stops, or the run was declared dead), or None."""
+        if self._stopping.is_set():
+            return "agent stopping"
+        if run.order.key == self._abandoned:
+            return "declared dead while running; the coordinator has reassigned the task"
+        return None
 
     def _targets(self) -> tuple[str, ...]:
         """Who a task may ask: nobody unless asking peers is enabled."""
@@ -396,15 +437,18 @@ class Agent:
             log.info("agent %s re-synced %s to version %s", self._config.agent_id, self._truth.document_id,
                      self._truth.version)
 
-    async def _heartbeat(self, registration_id: str) -> None:
-        """AgentHeartbeat every heartbeat_s on a fixed schedule (no drift), whatever the agent is doing."""
+    async def _heartbeat(self) -> None:
+        """AgentHeartbeat of the current run every heartbeat_s on a fixed schedule (no drift), whatever the agent is
+        doing; one the broker does not take within the producer's timeout is given up (the wait logs it)."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         for sequence in itertools.count():
             run = self._run
-            await self._emit([self._stamp(
-                "AgentHeartbeat", registration_id=registration_id, sequence=sequence, status=self._status(),
-                in_flight_task=run.order.task_id if run else None, region=self._config.region, slot=self._config.slot)])
+            with contextlib.suppress(KafkaError):
+                await self._emit([self._stamp(
+                    "AgentHeartbeat", registration_id=self._registration_id, sequence=sequence, status=self._status(),
+                    in_flight_task=run.order.task_id if run else None, region=self._config.region,
+                    slot=self._config.slot)])
             await asyncio.sleep(max(0.0, start + (sequence + 1) * self._config.heartbeat_s - loop.time()))
 
     def _status(self) -> str:
@@ -435,9 +479,10 @@ class Agent:
             state = evolve(state, event)
             if event.name == "ExperienceRecorded":
                 self._memory.remember(event)
-        self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | written)
+        tasks = {tp.partition: offset for tp, offset in written.items() if tp.topic == TASKS_TOPIC}
+        self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | tasks)
 
-    async def _emit(self, events: tuple[Event, ...] | list[Event]) -> dict[int, int]:
+    async def _emit(self, events: tuple[Event, ...] | list[Event]) -> dict[TopicPartition, int]:
         """Write events through the outbox and tell the sensor: topics, tokens, finished tasks."""
         written = await self._outbox.write(events)
         for event in events:
@@ -474,8 +519,8 @@ class Agent:
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
         checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
         which readers dedupe by event id."""
-        await send_dead_letter(self._producer, record, error, self._name,
-                               max_message_bytes=self._settings.max_message_bytes)
+        await self._wait.through(send_dead_letter(self._producer, record, error, self._name,
+                                                  max_message_bytes=self._settings.max_message_bytes))
         self._sensor.on_produced(DEAD_LETTER_TOPIC)
 
     def _save(self, inbox: int) -> None:
