@@ -1,11 +1,15 @@
 """Coordinator latency and throughput on Apache Kafka, next to a raw aiokafka produce→consume round trip (the floor).
 
 Starts Apache Kafka itself, then for 1 and 2 regions: one `swarmlog coordinator` process per region and in-process
-agents (the real agent shell, scripted brain, zero latency). Measures
+agents (the real agent shell, scripted brain, zero latency), all started at once. Every agent of the run has its own
+inbox slot (region i's agent n has slot i * agents + n; the inbox gets as many partitions as that needs). Measures
+- enlistment: the agents' start → the last of their AgentEnlisted in the region's journal;
 - submit → start: MissionSubmitted occurred_at → TaskStarted occurred_at, over serial one-task missions (an idle
   swarm: two hops, missions → coordinator → inbox → agent, plus the coordinator's transaction), and over every
   task of a burst mission (queueing included);
-- assignments/s per region: TaskAssigned events in the journal over the burst mission's span.
+- assignments/s per region: TaskAssigned events in the journal over the burst mission's span;
+- the bench's own event-loop lag while it measures (how late a 100 ms sleep wakes): all agents share that loop, so a
+  high lag means the harness, not the coordinator, set the pace.
 Run: .venv/bin/python bench/coordinator_bench.py [--missions N] [--burst N] [--agents N]
 """
 
@@ -22,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -47,6 +51,9 @@ from swarmlog.settings import Settings
 TASKS_TOPIC = "swarm.tasks.events"
 FLOOR_TOPIC = "bench.floor"
 WARMUP = 5
+RUNS = {"1 region": ("region-0",), "2 regions": ("region-1", "region-2")}
+ENLIST_TIMEOUT_S = 120
+LAG_TICK_S = 0.1
 
 
 def millis(value: int | datetime) -> int:
@@ -88,6 +95,13 @@ async def floor(bootstrap: str, count: int) -> list[float]:
     finally:
         await consumer.stop()
         await producer.stop()
+
+
+def bench_settings(bootstrap: str, agents: int) -> Settings:
+    """A region for every region of RUNS, and an inbox partition for every agent of every region."""
+    regions = len({region for names in RUNS.values() for region in names})
+    return Settings(broker="kafka", bootstrap=bootstrap, regions=regions,
+                    inbox_partitions=max(Settings().inbox_partitions, regions * agents))
 
 
 def task_starts(settings: Settings) -> Collector:
@@ -132,42 +146,76 @@ async def submit(producer: EventProducer, region: str, capability: str, tasks: i
 class RegionResult:
     """What one region measured."""
 
+    enlist_s: float  # the agents' start → all of them enlisted
     serial: list[float]  # submit → start of one-task missions, ms
     burst: list[float]  # submit → start of each task of the burst mission, ms
     assignments_per_s: float
 
 
+async def enlisted(settings: Settings, region: str, running: dict[str, asyncio.Task[None]],
+                   process: subprocess.Popen, workdir: Path) -> float:
+    """Seconds until every running agent is enlisted in the region's journal; fails as soon as one of them or the
+    coordinator stops."""
+    started = time.monotonic()
+    async with asyncio.timeout(ENLIST_TIMEOUT_S):
+        while not running.keys() <= {e.data["agent_id"] for e in await journal(settings, region)
+                                     if e.name == "AgentEnlisted"}:
+            assert process.poll() is None, f"coordinator {region} exited; see {workdir}"
+            for agent_id, task in running.items():
+                if task.done():
+                    raise RuntimeError(f"agent {agent_id} stopped before it enlisted") from task.exception()
+            await asyncio.sleep(0.5)
+    return time.monotonic() - started
+
+
 @contextlib.asynccontextmanager
-async def region_up(settings: Settings, region: str, index: int, agents: int, workdir: Path) -> AsyncIterator[str]:
-    """A coordinator process for the region and its in-process scripted agents; yields their capability."""
+async def region_up(settings: Settings, region: str, agents: int, workdir: Path) -> AsyncIterator[tuple[str, float]]:
+    """A coordinator process for the region and its in-process scripted agents, started at once; yields their
+    capability and how long they took to enlist."""
     capability = f"bench-{region}-{uuid.uuid4().hex[:6]}"
+    first_slot = settings.region_names.index(region) * agents
     with (workdir / f"coordinator-{region}.log").open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "swarmlog", "coordinator", "--region", region,
                                     "--bootstrap", settings.bootstrap, "--data-dir", str(workdir / "coordinator")],
-                                   env={**os.environ, "SWARMLOG_BROKER": "kafka"}, stdout=log,
-                                   stderr=subprocess.STDOUT)
-    crew = [Agent(AgentConfig(agent_id=f"{capability}-{n}", capabilities=(capability,), brain="scripted",
-                              model=None, gpu=None, node="bench", region=region, slot=16 * index + n,
-                              data_dir=workdir / "agents"), settings, ScriptedBrain()) for n in range(agents)]
-    running = [asyncio.create_task(agent.run()) for agent in crew]
+                                   env={**os.environ, "SWARMLOG_BROKER": "kafka",
+                                        "SWARMLOG_REGIONS": str(settings.regions),
+                                        "SWARMLOG_INBOX_PARTITIONS": str(settings.inbox_partitions)},
+                                   stdout=log, stderr=subprocess.STDOUT)
+    crew = {f"{capability}-{n}": Agent(AgentConfig(agent_id=f"{capability}-{n}", capabilities=(capability,),
+                                                   brain="scripted", model=None, gpu=None, node="bench", region=region,
+                                                   slot=first_slot + n, data_dir=workdir / "agents"),
+                                       settings, ScriptedBrain()) for n in range(agents)}
+    running = {agent_id: asyncio.create_task(agent.run()) for agent_id, agent in crew.items()}
     try:
-        names = {f"{capability}-{n}" for n in range(agents)}
-        async with asyncio.timeout(120):
-            while not names <= {e.data["agent_id"] for e in await journal(settings, region)
-                                if e.name == "AgentEnlisted"}:
-                assert process.poll() is None, f"coordinator {region} exited; see {workdir}"
-                await asyncio.sleep(0.5)
-        yield capability
+        yield capability, await enlisted(settings, region, running, process, workdir)
     finally:
-        for agent in crew:
+        for agent in crew.values():
             agent.stop()
-        await asyncio.gather(*running, return_exceptions=True)
+        await asyncio.gather(*running.values(), return_exceptions=True)
         process.terminate()
         process.wait(30)
 
 
-async def measure_region(settings: Settings, observer: Collector, region: str, capability: str, missions: int,
-                         burst: int) -> RegionResult:
+@contextlib.asynccontextmanager
+async def loop_lag() -> AsyncIterator[list[float]]:
+    """How late, in ms, each LAG_TICK_S sleep of this event loop woke up while the block ran."""
+    lags: list[float] = []
+
+    async def sample() -> None:
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(LAG_TICK_S)
+            lags.append((time.perf_counter() - started - LAG_TICK_S) * 1000)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        yield lags
+    finally:
+        sampler.cancel()
+
+
+async def measure_region(settings: Settings, observer: Collector, region: str, capability: str, enlist_s: float,
+                         missions: int, burst: int) -> RegionResult:
     """Serial one-task missions, then one burst mission, in one region."""
     serial = []
     async with EventProducer(settings, client_id=f"bench-client-{region}") as producer:
@@ -181,21 +229,24 @@ async def measure_region(settings: Settings, observer: Collector, region: str, c
     assigned = sorted(millis(e.data["occurred_at"]) for e in await journal(settings, region)
                       if e.name == "TaskAssigned" and e.data["mission_id"] == mission_id)
     span_s = max(assigned[-1] - assigned[0], 1) / 1000
-    return RegionResult(serial, [at - submitted for at in started.values()], (len(assigned) - 1) / span_s)
+    return RegionResult(enlist_s, serial, [at - submitted for at in started.values()], (len(assigned) - 1) / span_s)
 
 
-async def measure(settings: Settings, regions: list[str], agents: int, missions: int, burst: int,
-                  workdir: Path) -> list[RegionResult]:
-    """Run the regions side by side; one result each."""
+async def measure(settings: Settings, regions: tuple[str, ...], agents: int, missions: int, burst: int,
+                  workdir: Path) -> tuple[list[RegionResult], float]:
+    """Run the regions side by side; one result each, and the event loop's p99 lag while they measured."""
     async with contextlib.AsyncExitStack() as stack:
         observer = await stack.enter_async_context(task_starts(settings))
-        capabilities = [await stack.enter_async_context(region_up(settings, region, index, agents, workdir))
-                        for index, region in enumerate(regions)]
-        return list(await asyncio.gather(*(measure_region(settings, observer, region, capability, missions, burst)
-                                           for region, capability in zip(regions, capabilities, strict=True))))
+        ups = [await stack.enter_async_context(region_up(settings, region, agents, workdir)) for region in regions]
+        async with loop_lag() as lags:
+            results = await asyncio.gather(*(measure_region(settings, observer, region, capability, enlist_s, missions,
+                                                            burst)
+                                             for region, (capability, enlist_s) in zip(regions, ups, strict=True)))
+        return list(results), percentile(lags, 99)
 
 
-def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], args: argparse.Namespace) -> Table:
+def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], lag_ms: dict[str, float],
+          args: argparse.Namespace) -> Table:
     """Latency percentiles and assignment rates, each run next to the floor."""
     result = Table(title=f"coordinator on Apache Kafka: {args.agents} scripted agents (0 ms) per region, "
                          f"{args.missions} one-task missions, then a {args.burst}-task burst")
@@ -212,36 +263,38 @@ def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], args: argp
             cells += [f"{value:.0f}", f"{value / base:.1f}x"]
         result.add_row(label, f"{base:.1f}", *cells)
     for label, key in (("burst submit → start p50, ms", 50), ("burst submit → start p99, ms", 99)):
-        cells = []
-        for results in runs.values():
-            cells += [f"{percentile([v for r in results for v in r.burst], key):.0f}", ""]
-        result.add_row(label, "", *cells)
-    cells = []
-    for results in runs.values():
-        rates = [r.assignments_per_s for r in results]
-        cells += [" / ".join(f"{rate:.0f}" for rate in rates), ""]
-    result.add_row("assignments/s per region", "", *cells)
-    cells = []
-    for results in runs.values():
-        cells += [f"{sum(r.assignments_per_s for r in results):.0f}", ""]
-    result.add_row("assignments/s, all regions", "", *cells)
+        add_row(result, label, runs, lambda results: f"{percentile([v for r in results for v in r.burst], key):.0f}")
+    add_row(result, "assignments/s per region", runs,
+            lambda results: " / ".join(f"{r.assignments_per_s:.0f}" for r in results))
+    add_row(result, "assignments/s, all regions", runs,
+            lambda results: f"{sum(r.assignments_per_s for r in results):.0f}")
+    add_row(result, "all agents enlisted after, s", runs,
+            lambda results: " / ".join(f"{r.enlist_s:.1f}" for r in results))
+    result.add_row("bench event-loop lag p99, ms", "", *(text for name in runs for text in (f"{lag_ms[name]:.0f}", "")))
     return result
+
+
+def add_row(result: Table, label: str, runs: dict[str, list[RegionResult]],
+            cell: Callable[[list[RegionResult]], str]) -> None:
+    """A row with no floor: one cell per run, from its regions' results."""
+    result.add_row(label, "", *(text for results in runs.values() for text in (cell(results), "")))
 
 
 async def main(args: argparse.Namespace) -> None:
     console = Console(width=120)
     with open_broker(Settings(broker="kafka")) as broker, tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(broker="kafka", bootstrap=broker.bootstrap)
+        settings = bench_settings(broker.bootstrap, args.agents)
         await ensure_topics(settings)
         console.print(f"Apache Kafka at {broker.bootstrap}; floor: {args.missions} raw round trips")
         floor_ms = await floor(broker.bootstrap, args.missions)
-        runs = {}
-        for name, regions in (("1 region", ["region-0"]), ("2 regions", ["region-1", "region-2"])):
+        runs, lag_ms = {}, {}
+        for name, regions in RUNS.items():
             console.print(f"{name}: {', '.join(regions)}")
             started = now_ms()
-            runs[name] = await measure(settings, regions, args.agents, args.missions, args.burst, Path(tmp))
+            runs[name], lag_ms[name] = await measure(settings, regions, args.agents, args.missions, args.burst,
+                                                     Path(tmp))
             console.print(f"  done in {(now_ms() - started) / 1000:.0f} s")
-        console.print(table(floor_ms, runs, args))
+        console.print(table(floor_ms, runs, lag_ms, args))
         console.print(f"floor p50 {statistics.median(floor_ms):.1f} ms over {len(floor_ms)} round trips")
 
 
