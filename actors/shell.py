@@ -31,7 +31,7 @@ from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_sc
                                    question, released, reply, reply_prompt, reply_schema, taken, wait_ended)
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
-from swarmlog.errors import DecodeError, SwarmlogError
+from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import cluster_id
 from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event,
@@ -120,6 +120,7 @@ class Agent:
                 self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings, self._wait), store
                 self._memory = memory
                 tasks, control = await self._partitions(TASKS_TOPIC), await self._partitions(CONTROL_TOPIC)
+                await self._check_slot()
                 started = time.monotonic()
                 self._checkpoint, stale = await recover(consumer, self._codec, self._config.agent_id, self._inbox,
                                                         tasks, control, store.load(self._config.agent_id),
@@ -140,6 +141,14 @@ class Agent:
         finally:
             await consumer.stop()
             store.close()
+
+    async def _check_slot(self) -> None:
+        """A ConfigError when the agent's slot is not a partition of the inbox topic (it would wait on it forever)."""
+        count = len(await self._partitions(INBOX_TOPIC))
+        if self._inbox.partition >= count:
+            raise ConfigError(f"agent {self._config.agent_id}: slot {self._inbox.partition} is not a partition of "
+                              f"{INBOX_TOPIC}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
+                              f"{count}, or create the topics with more inbox partitions (SWARMLOG_INBOX_PARTITIONS)")
 
     async def _partitions(self, topic: str) -> list[TopicPartition]:
         """Every partition of a topic (the producer waits for its metadata)."""
