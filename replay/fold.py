@@ -132,15 +132,16 @@ def selected(component: Component, key: str | None, regions: tuple[str, ...],
 
 def replay(component: Component, key: str | None, regions: tuple[str, ...], records: Iterable[Record],
            codec: Codec | None = None) -> Replayed:
-    """The component's state after folding `records` (of its topics) from its initial state, with the problems."""
+    """The component's state after folding `records` (of its topics) from its initial state, with the problems; a
+    component whose table is partitioned like its topics folds each partition on its own, as that table does."""
     key = component.resolve(key, regions)
     problems: list[Problem] = []
     repairs = Repairs()
     folded = 0
 
-    def events() -> Iterator[Event]:
+    def events(part: Iterable[Record]) -> Iterator[Event]:
         nonlocal folded
-        for record, event in decoded(selected(component, key, regions, records), codec):
+        for record, event in decoded(part, codec):
             if isinstance(event, Problem):
                 problems.append(event)
             else:
@@ -148,6 +149,22 @@ def replay(component: Component, key: str | None, regions: tuple[str, ...], reco
                 folded += 1
                 yield event
 
+    chosen = selected(component, key, regions, records)
     with collector_paused():
-        state = component.fold(component.start(key, regions), events())
+        start = component.start(key, regions)
+        if component.rows is None:
+            state = component.fold(start, events(chosen))
+        else:
+            rows: dict[str, Any] = {}
+            for part in _by_partition(chosen):
+                rows.update(component.rows(component.fold(start, events(part))))
+            state = component.from_table(rows)
     return Replayed(state, folded, repairs.resolve(problems))
+
+
+def _by_partition(records: list[Record]) -> list[list[Record]]:
+    """The records of each partition number (across topics), in their fold order."""
+    parts: dict[int, list[Record]] = {}
+    for record in records:
+        parts.setdefault(record.partition, []).append(record)
+    return [parts[partition] for partition in sorted(parts)]

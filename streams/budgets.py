@@ -6,7 +6,9 @@ Rules:
 - a generation counts once (dedupe by generation_id within the window); negative token counts count as 0;
 - BudgetExceeded once per window, when usage passes (is above) the budget: the agent is throttled until
   window_end; BudgetRestored once per throttle, at its window_end, decided by a tick at or after it or
-  by the agent's next TokensUsed; its window_start is that boundary, so both paths decide the same event.
+  by the agent's next TokensUsed; its window_start is that boundary, so both paths decide the same event;
+- an agent's usage is dropped RETENTION_MS after its window ended, unless a throttle still waits for its restore
+  (`expires_at`): later usage starts a new window anyway, and usage that late for that window would be ignored.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterable, Mapping, Set
 from swarmlog.schemas.events import Event, to_millis
 
 from .alerts import alert, from_millis
-from .keyed import evolve_by_agent, fold_by_agent
+from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
 from .persistent import PMap, PSet, replace
 
 DEFAULT_WINDOW_MS = 60_000
@@ -59,15 +61,22 @@ INITIAL = Budgets()
 
 
 def evolve(state: Budgets, event: Event) -> Budgets:
-    """The budgets after `event`; other events leave them as they are."""
-    agents = evolve_by_agent(state.agents, event, functools.partial(evolve_usage, window_ms=state.window_ms))
+    """The budgets after `event`, without the usages expired by its time; other events leave them as they are."""
+    agents = evolve_by_agent(state.agents, event, functools.partial(evolve_usage, window_ms=state.window_ms),
+                             functools.partial(expires_at, window_ms=state.window_ms))
     return state if agents is state.agents else replace(state, agents=agents)
 
 
 def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
     """`evolve` over `events` in order, with the usages held in a dict meanwhile, as the worker's table holds them."""
     return replace(state, agents=fold_by_agent(state.agents, events,
-                                                functools.partial(evolve_usage, window_ms=state.window_ms)))
+                                                functools.partial(evolve_usage, window_ms=state.window_ms),
+                                                functools.partial(expires_at, window_ms=state.window_ms)))
+
+
+def expires_at(usage: AgentUsage, window_ms: int) -> int | None:
+    """When an agent's usage may go: RETENTION_MS after its window (of `window_ms`) ended; None while throttled."""
+    return None if usage.throttled_until is not None else usage.window_start + window_ms + RETENTION_MS
 
 
 def evolve_usage(usage: AgentUsage | None, event: Event, window_ms: int) -> AgentUsage | None:

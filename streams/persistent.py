@@ -4,7 +4,7 @@ A hash trie: a node is either a dict of at most LEAF entries or a tuple of WIDTH
 key's hash. `set`/`delete` copy the path to one leaf (O(log n)), so a fold can keep every past state intact at no
 O(n) cost per event. Equality is by content, so a PMap equals the dict (and a PSet the frozenset) it holds;
 they pickle as that dict or frozenset, since string hashes differ between processes. A TimedMap also keeps its
-entries sorted by time in chunks of CHUNK, so expiring the oldest costs what is dropped, not what is kept.
+keys sorted by their entries' times in chunks of CHUNK, so expiring the oldest costs what is dropped, not what is kept.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Set
 from typing import Any
 
@@ -202,27 +203,34 @@ def _keys(node: Node) -> Iterator:
 
 
 class TimedMap(Mapping):
-    """A persistent key → time map that drops its entries older than a horizon without looking at the others."""
+    """A persistent map of entries that each have a time, which drops the entries older than a horizon without
+    looking at the others. An entry's time is its value, or `time_of(value)` where that is given."""
 
-    __slots__ = ("_map", "_chunks")
+    __slots__ = ("_map", "_chunks", "_time_of")
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, items: Mapping[Hashable, int] | None = None) -> None:
-        entries = sorted((at, key) for key, at in (items or {}).items())
-        self._map = PMap((key, at) for at, key in entries)
+    def __init__(self, items: Mapping[Hashable, Any] | None = None,
+                 time_of: Callable[[Any], int] | None = None) -> None:
+        self._time_of = time_of
+        items = items or {}
+        entries = sorted((self._time(value), key) for key, value in items.items())
+        self._map = PMap((key, items[key]) for _, key in entries)
         self._chunks = tuple(tuple(entries[i:i + CHUNK]) for i in range(0, len(entries), CHUNK))
 
     @classmethod
-    def of(cls, items: Mapping[Hashable, int]) -> TimedMap:
+    def of(cls, items: Mapping[Hashable, Any], time_of: Callable[[Any], int] | None = None) -> TimedMap:
         """`items` itself when already a TimedMap, else a TimedMap of its entries."""
-        return items if isinstance(items, TimedMap) else cls(items)
+        return items if isinstance(items, TimedMap) else cls(items, time_of)
+
+    def _time(self, value: Any) -> int:
+        return value if self._time_of is None else self._time_of(value)
 
     def _with(self, entries: PMap, chunks: tuple) -> TimedMap:
         new = object.__new__(TimedMap)
-        new._map, new._chunks = entries, chunks
+        new._map, new._chunks, new._time_of = entries, chunks, self._time_of
         return new
 
-    def __getitem__(self, key: Hashable) -> int:
+    def __getitem__(self, key: Hashable) -> Any:
         return self._map[key]
 
     def __contains__(self, key: object) -> bool:
@@ -241,18 +249,29 @@ class TimedMap(Mapping):
         return f"TimedMap({dict(self.items())!r})"
 
     def __reduce__(self) -> tuple:
-        return TimedMap, (dict(self.items()),)
+        return TimedMap, (dict(self.items()), self._time_of)
 
     def oldest(self) -> Iterator:
         """The keys from the oldest time on (ties by key)."""
         return (key for chunk in self._chunks for _, key in chunk)
 
-    def set(self, key: Hashable, at: int) -> TimedMap:
-        """This map with `key` at time `at`."""
+    def before(self, horizon: int) -> Iterator:
+        """The keys whose time is before `horizon`, oldest first: those `expire(horizon)` drops."""
+        entries = (entry for chunk in self._chunks for entry in chunk)
+        return (key for _, key in itertools.takewhile(lambda entry: entry[0] < horizon, entries))
+
+    def set(self, key: Hashable, value: Any) -> TimedMap:
+        """This map with `key` bound to `value`."""
         chunks = self._chunks
         if key in self._map:
-            chunks = _remove(chunks, (self._map[key], key))
-        return self._with(self._map.set(key, at), _insert(chunks, (at, key)))
+            chunks = _remove(chunks, (self._time(self._map[key]), key))
+        return self._with(self._map.set(key, value), _insert(chunks, (self._time(value), key)))
+
+    def delete(self, key: Hashable) -> TimedMap:
+        """This map without `key` (itself when `key` is absent)."""
+        if key not in self._map:
+            return self
+        return self._with(self._map.delete(key), _remove(self._chunks, (self._time(self._map[key]), key)))
 
     def expire(self, horizon: int) -> TimedMap:
         """This map without the entries whose time is before `horizon`."""

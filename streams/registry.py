@@ -8,7 +8,10 @@ Rules (all on event time, so replay gives the same answers):
   the highest sequence of the run;
 - an agent is declared dead once when `now - last heartbeat > timeout`; the death names its run's
   `registration_id`, so a death decided for an older run never kills a newer one;
-- a deregistration after the current registration takes the agent out of liveness; heartbeats never revive anyone.
+- a deregistration after the current registration takes the agent out of liveness; heartbeats never revive anyone;
+- a dead or deregistered agent's view is dropped RETENTION_MS after its run was last heard of (`expires_at`): no
+  decision reads it, a stale heartbeat, death or deregistration of that run finds no view and changes nothing, and a
+  later registration starts the agent afresh (epoch 1, alive).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Literal, NamedTuple
 from swarmlog.schemas.events import Event
 
 from .alerts import alert, from_millis
-from .keyed import evolve_by_agent, fold_by_agent
+from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
 from .persistent import PMap, replace
 
 Liveness = Literal["alive", "dead", "deregistered"]
@@ -83,15 +86,21 @@ def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
     return view
 
 
+def expires_at(view: AgentView) -> int | None:
+    """When a dead or deregistered agent's view may go: RETENTION_MS after its run was last heard of; None while
+    it counts as alive."""
+    return None if view.alive else view.last_heartbeat_ms + RETENTION_MS
+
+
 def evolve(state: Registry, event: Event) -> Registry:
-    """The registry after `event`; events that are not about agents leave it as it is."""
-    agents = evolve_by_agent(state.agents, event, evolve_agent)
+    """The registry after `event`, without the views expired by its time; other events leave it as it is."""
+    agents = evolve_by_agent(state.agents, event, evolve_agent, expires_at)
     return state if agents is state.agents else Registry(agents)
 
 
 def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
     """`evolve` over `events` in order, with the views held in a dict meanwhile, as the worker's table holds them."""
-    return Registry(fold_by_agent(state.agents, events, evolve_agent))
+    return Registry(fold_by_agent(state.agents, events, evolve_agent, expires_at))
 
 
 def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS,

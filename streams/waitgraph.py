@@ -4,6 +4,11 @@ Rules:
 - edges are keyed by wait_id, so one pair of agents may share several waits;
 - an ended wait is remembered (for `retention_ms` of event time after it ended), so a redelivered
   WaitStarted of a finished wait never re-adds its edge;
+- a wait still active `retention_ms` after it started is abandoned: it ends then, as if its WaitEnded had come. An
+  agent ends its own waits within its ask timeout (`swarmlog agent --ask-timeout-s`, 60 s by default, which must
+  stay below `retention_ms`), so such a wait's waiter died or stopped without a word, and it can close no real cycle;
+- both go by event time: before a WaitStarted or WaitEnded is folded, what has ended or expired by its time has,
+  so the graph (and its table) holds only what is current;
 - a cycle is identified by its wait ids, rotated to start at the smallest agent id: a cycle is reported
   once while it stands; once broken, the same agents waiting again through new waits are a new deadlock;
 - the detector runs per new edge and reports the shortest cycle through it, with when each of its waits
@@ -13,9 +18,11 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from swarmlog.schemas.events import Event
@@ -26,6 +33,8 @@ from .persistent import PMap, TimedMap, replace
 DEFAULT_RETENTION_MS = 300_000
 WAIT_ROW, ENDED_ROW, REPORTED_ROW = "wait/", "ended/", "reported/"
 """Table row prefixes: the graph is stored one row per wait, ended wait and reported cycle."""
+STARTED = operator.attrgetter("started_ms")
+"""The time a wait is kept by in `WaitGraph.waits`."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,9 +57,9 @@ class Cycle:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class WaitGraph:
-    """Active waits, the waits that ended recently, and the standing cycles already reported."""
+    """Active waits (by start), the waits that ended recently, and the standing cycles already reported."""
 
-    waits: Mapping[str, Wait] = dataclasses.field(default_factory=PMap)
+    waits: Mapping[str, Wait] = dataclasses.field(default_factory=functools.partial(TimedMap, time_of=STARTED))
     outgoing: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=PMap)
     ended: Mapping[str, int] = dataclasses.field(default_factory=TimedMap)
     reported: frozenset[tuple[str, ...]] = frozenset()
@@ -63,9 +72,9 @@ INITIAL = WaitGraph()
 def evolve(state: WaitGraph, event: Event) -> WaitGraph:
     """The graph after `event`; other events leave it as it is."""
     if event.name == "WaitStarted":
-        return _started(state, event)
+        return _started(_expired(state, event.occurred_at_ms), event)
     if event.name == "WaitEnded":
-        return _ended(state, event)
+        return _ended(_expired(state, event.occurred_at_ms), event)
     if event.name == "DeadlockDetected":
         return _reported(state, event)
     return state
@@ -140,7 +149,7 @@ def from_entries(rows: Mapping[str, Any]) -> WaitGraph:
         outgoing[wait.waiter] = outgoing.get(wait.waiter, frozenset()) | {wait_id}
     ended = {key[len(ENDED_ROW):]: value for key, value in rows.items() if key.startswith(ENDED_ROW)}
     reported = frozenset(tuple(value) for key, value in rows.items() if key.startswith(REPORTED_ROW))
-    return WaitGraph(PMap(waits), PMap(outgoing), TimedMap(ended), reported)
+    return WaitGraph(TimedMap(waits, STARTED), PMap(outgoing), TimedMap(ended), reported)
 
 
 def entry_changes(before: WaitGraph, after: WaitGraph, event: Event) -> tuple[dict[str, Any], list[str]]:
@@ -148,16 +157,17 @@ def entry_changes(before: WaitGraph, after: WaitGraph, event: Event) -> tuple[di
     is `before` with `event` (and the deadlocks decided on it) folded: only what those can touch is compared."""
     if after is before:
         return {}, []
-    puts: dict[str, Any] = {}
     wait_id = event.data.get("wait_id")
+    # Waits leave by ending (the event's) or by being abandoned (the oldest); ended waits only by expiring (the
+    # oldest). The event's wait may come back at once, with a new time, if it had expired.
+    gone = dict.fromkeys(_changed(before.waits, after.waits))
+    if wait_id in before.waits and wait_id not in after.waits:
+        gone[wait_id] = None
+    puts: dict[str, Any] = {ENDED_ROW + key: after.ended[key] for key in (*gone, wait_id) if key in after.ended}
     if wait_id in after.waits:
         puts[WAIT_ROW + wait_id] = after.waits[wait_id]
-    if wait_id in after.ended:
-        puts[ENDED_ROW + wait_id] = after.ended[wait_id]
-    deletes = [WAIT_ROW + wait_id] if wait_id in before.waits and wait_id not in after.waits else []
-    # Ended waits only ever leave by expiring, oldest first.
-    deletes += [ENDED_ROW + gone for gone in itertools.takewhile(lambda key: key not in after.ended,
-                                                                  before.ended.oldest())]
+    deletes = [WAIT_ROW + key for key in gone if key not in after.waits]
+    deletes += [ENDED_ROW + key for key in _changed(before.ended, after.ended) if key not in after.ended]
     puts.update({_reported_row(key): key for key in after.reported - before.reported})
     deletes += [_reported_row(key) for key in before.reported - after.reported]
     return puts, deletes
@@ -165,6 +175,24 @@ def entry_changes(before: WaitGraph, after: WaitGraph, event: Event) -> tuple[di
 
 def _reported_row(key: tuple[str, ...]) -> str:
     return REPORTED_ROW + json.dumps(list(key))
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[str]:
+    """The oldest keys of `before` (a TimedMap) up to the first one that `after` holds as it was."""
+    return itertools.takewhile(lambda key: after.get(key) != before[key], TimedMap.of(before).oldest())
+
+
+def _waits(waits: Mapping[str, Wait]) -> TimedMap:
+    return TimedMap.of(waits, STARTED)
+
+
+def _expired(state: WaitGraph, now_ms: int) -> WaitGraph:
+    """The graph at `now_ms`: the waits active for `retention_ms` ended then, the waits ended that long ago forgotten."""
+    horizon = now_ms - state.retention_ms
+    for wait_id in list(_waits(state.waits).before(horizon)):
+        state = _close(state, wait_id, state.waits[wait_id].started_ms + state.retention_ms)
+    ended = TimedMap.of(state.ended).expire(horizon)
+    return state if ended is state.ended else replace(state, ended=ended)
 
 
 def _started(state: WaitGraph, event: Event) -> WaitGraph:
@@ -175,18 +203,19 @@ def _started(state: WaitGraph, event: Event) -> WaitGraph:
     wait = Wait(wait_id, data["waiter_agent_id"], data["waits_for_agent_id"], event.occurred_at_ms)
     return replace(
         state,
-        waits=PMap.of(state.waits).set(wait_id, wait),
+        waits=_waits(state.waits).set(wait_id, wait),
         outgoing=PMap.of(state.outgoing).set(wait.waiter, state.outgoing.get(wait.waiter, frozenset()) | {wait_id}),
     )
 
 
 def _ended(state: WaitGraph, event: Event) -> WaitGraph:
     wait_id = event.data["wait_id"]
-    if wait_id in state.ended:
-        return state
-    at_ms = event.occurred_at_ms
-    ended = TimedMap.of(state.ended).expire(at_ms - state.retention_ms).set(wait_id, at_ms)
-    waits, outgoing = PMap.of(state.waits), PMap.of(state.outgoing)
+    return state if wait_id in state.ended else _close(state, wait_id, event.occurred_at_ms)
+
+
+def _close(state: WaitGraph, wait_id: str, at_ms: int) -> WaitGraph:
+    """The graph with `wait_id` ended at `at_ms`: out of the graph, among the ended waits, its cycles broken."""
+    waits, outgoing = _waits(state.waits), PMap.of(state.outgoing)
     wait = waits.get(wait_id)
     if wait is not None:
         waits, remaining = waits.delete(wait_id), outgoing[wait.waiter] - {wait_id}
@@ -194,7 +223,8 @@ def _ended(state: WaitGraph, event: Event) -> WaitGraph:
     reported = state.reported
     if any(wait_id in key for key in reported):
         reported = frozenset(key for key in reported if wait_id not in key)
-    return replace(state, waits=waits, outgoing=outgoing, ended=ended, reported=reported)
+    return replace(state, waits=waits, outgoing=outgoing, ended=TimedMap.of(state.ended).set(wait_id, at_ms),
+                   reported=reported)
 
 
 def _reported(state: WaitGraph, event: Event) -> WaitGraph:

@@ -3,17 +3,20 @@
 swarm.usage and swarm.control are both keyed by agent_id with the same partition count, so one agent folds both
 into one co-partitioned table. Decisions go to swarm.control and take effect when folded back from there (the log
 decides); decisions in flight are not decided again, and their event ids are derived, so a repeat after a crash
-is the same event.
+is the same event. An agent's usage expires some minutes after its window (`budgets.expires_at`).
 """
 
 from __future__ import annotations
 
+import functools
+
 import faust
 
 from swarmlog.schemas.events import Event
-from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve_usage
+from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve_usage, expires_at
 
 from .config import StreamsConfig
+from .expiry import Expiring, InFlight
 from .records import Io, now_ms, raw_topic
 from .tables import fold_table
 
@@ -24,28 +27,30 @@ CONTROL = "swarm.control"
 def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
     table = fold_table(app, "budgets")
-    policy = config.budget_policy
-    in_flight: set[str] = set()
+    policy, window_ms = config.budget_policy, config.budget_window_ms
+    expiring = Expiring(app, table, functools.partial(expires_at, window_ms=window_ms))
+    in_flight = InFlight(app)
 
     def state(usage: dict[str, AgentUsage]) -> Budgets:
-        return Budgets(usage, window_ms=config.budget_window_ms)
+        return Budgets(usage, window_ms=window_ms)
 
     async def send(decisions: list[Event]) -> None:
         for decision in decisions:
-            if decision.event_id not in in_flight:
-                in_flight.add(decision.event_id)
+            if in_flight.sending(decision.event_id):
                 await io.send(CONTROL, decision.data["agent_id"], decision)
 
     async def fold(stream: faust.StreamT) -> None:
-        async for _, event in io.decoded(stream):
+        async for record, event in io.decoded(stream):
+            partition, at_ms = record.message.partition, event.occurred_at_ms
+            expiring.drop_expired(partition, at_ms)
             agent_id = event.data.get("agent_id")
             if not isinstance(agent_id, str):
                 continue
             before = table.get(agent_id)
-            after = evolve_usage(before, event, config.budget_window_ms)
-            if after != before:
-                table[agent_id] = after
-            in_flight.discard(event.event_id)
+            after = evolve_usage(before, event, window_ms)
+            if after is not None and after != before:
+                expiring.put(partition, agent_id, before, after, at_ms)
+            in_flight.folded(event.event_id)
             await send(decide_budget(state({agent_id: after} if after else {}), event, policy))
 
     async def restore() -> None:

@@ -3,7 +3,8 @@
 Both input topics are keyed by agent_id with the same partition count, so one agent folds them into one table
 co-partitioned with them. A death is produced to the registry topic and takes effect when folded back from there,
 so the log, not the table, decides what happened; deaths in flight are not decided again. A death's event_id is
-derived from its registration, so a duplicate after a crash is the same event and every reader dedupes it.
+derived from its registration, so a duplicate after a crash is the same event and every reader dedupes it. The view
+of a dead or deregistered agent expires (`registry.expires_at`), so the table holds the agents of the last minutes.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import time
 
 import faust
 
-from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent
+from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent, expires_at
 from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
+from .expiry import Expiring, InFlight
 from .progress import Progress
 from .records import Io, now_ms, raw_topic
 from .tables import fold_table
@@ -34,17 +36,19 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
     watch = Watch(ends, config.settings.bootstrap or "", gap_ms=int(config.tick_s * 4000), sensor=io.sensor,
                   writable=((HEARTBEATS,), min_insync_replicas(config.settings)))
-    in_flight: set[str] = set()
+    expiring, in_flight = Expiring(app, table, expires_at), InFlight(app)
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 
     async def fold(stream: faust.StreamT) -> None:
-        async for _, event in io.decoded(stream, progress):  # every record counts, dead-lettered ones too
+        async for record, event in io.decoded(stream, progress):  # every record counts, dead-lettered ones too
+            partition, at_ms = record.message.partition, event.occurred_at_ms
+            expiring.drop_expired(partition, at_ms)
             agent_id = event.data["agent_id"]
             before = table.get(agent_id)
             after = evolve_agent(before, event)
             if after is not None and after != before:
-                table[agent_id] = after
-            in_flight.discard(event.event_id)
+                expiring.put(partition, agent_id, before, after, at_ms)
+            in_flight.folded(event.event_id)
 
     async def declare_deaths() -> None:
         if not await watch.check(patience_s=config.tick_s * 2) or not progress.caught_up():
@@ -64,8 +68,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
             return
         deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
-            if death.event_id not in in_flight:
-                in_flight.add(death.event_id)
+            if in_flight.sending(death.event_id):
                 await io.send(REGISTRY, death.data["agent_id"], death)
 
     app.agent(raw_topic(app, REGISTRY, HEARTBEATS), name="registry")(fold)

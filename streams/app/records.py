@@ -9,25 +9,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Collection
 from typing import Any
 
 import faust
-from faust.types import TP, EventT
+from faust.types import TP, EventT, Message
 
 from swarmlog.errors import DecodeError
-from swarmlog.kafka.records import NotAnInput, fitted, with_note
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC, TOPIC_EVENTS, dead_letter, dead_letter_id, input_event
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
-from swarmlog.settings import Settings
-from swarmlog.streams.alerts import alert
-from swarmlog.topics import catalog
 
 from .progress import Progress
 
 CONSUMER = "swarmlog-streams"
-DEADLETTER = "swarm.deadletter"
 logger = logging.getLogger(__name__)
 
 
@@ -41,20 +37,14 @@ def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
     return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw", **options)
 
 
-def carried(settings: Settings) -> dict[str, frozenset[str]]:
-    """The events each catalog topic carries, by topic name."""
-    return {spec.name: frozenset(spec.events) for spec in catalog(settings)}
-
-
 class Io:
     """The codec, the events each input topic carries, and where decided events and dead letters go."""
 
-    def __init__(self, app: faust.App, codec: Codec, sensor: Sensor | None = None, *,
-                 topics: Mapping[str, Collection[str]], max_message_bytes: int) -> None:
+    def __init__(self, app: faust.App, codec: Codec, sensor: Sensor | None = None, *, max_message_bytes: int) -> None:
         self.codec = codec
         self.sensor = sensor or Sensor()
         self._app = app
-        self._carried = {topic: frozenset(events) for topic, events in topics.items()}
+        self._carried: dict[str, frozenset[str]] = dict(TOPIC_EVENTS)
         self._max_message_bytes = max_message_bytes
         self._topics: dict[str, faust.TopicT] = {}
         self._dead_lettered: dict[TP, int] = {}  # the last offset dead-lettered per partition: redeliveries skip it
@@ -92,48 +82,21 @@ class Io:
 
     async def _input(self, record: EventT) -> Event | None:
         """The record's event if it is an input of its topic; else None once it is dead-lettered."""
-        message = record.message
+        message = record.message  # the raw record: its coordinates, key and value bytes
         self.sensor.on_consumed(message.topic)
         try:
-            event = self.codec.decode_record(record.value or b"", message.topic, message.partition, message.offset)
-        except DecodeError as exc:
-            await self._dead_letter(record, exc)
+            return input_event(self.codec, message, self._carried.get(message.topic, frozenset()))
+        except DecodeError as error:
+            await self._dead_letter(message, error)
             return None
-        events = self._carried.get(message.topic, frozenset())
-        if event.name not in events:
-            carries = ", ".join(sorted(events)) or "nothing this worker reads"
-            reason = f"{event.name} {event.event_id} does not belong on {message.topic}, which carries {carries}"
-            await self._dead_letter(record, NotAnInput(reason, topic=message.topic, partition=message.partition,
-                                                       offset=message.offset))
-            return None
-        return event
 
-    async def _dead_letter(self, record: EventT, error: DecodeError) -> None:
-        message = record.message
+    async def _dead_letter(self, message: Message, error: DecodeError) -> None:
         if self._dead_lettered.get(message.tp, -1) >= message.offset:  # read again after a rebalance: done already
             return
         self.sensor.on_decode_failure(message.topic)
-        await self.send(DEADLETTER, message.topic, dead_letter(record, error, self._max_message_bytes))
+        letter = dead_letter(message, error, CONSUMER, max_message_bytes=self._max_message_bytes,
+                             event_id=dead_letter_id(message.topic, message.partition, message.offset))
+        await self.send(DEAD_LETTER_TOPIC, message.topic, letter)
         self._dead_lettered[message.tp] = message.offset
         logger.warning("dead-lettered %s[%d]@%d (%d bytes): %s", message.topic, message.partition, message.offset,
-                       len(record.value or b""), error.reason)
-
-
-def dead_letter(record: EventT, error: DecodeError, max_message_bytes: int) -> Event:
-    """DeadLetterRecorded for a record: its raw bytes (cut to fit `max_message_bytes`) and coordinates, with an id
-    derived from them, so a repeat after a crash is the same event."""
-    message = record.message
-    payload, key, note = fitted(bytes(record.value or b""), record.key, max_message_bytes)
-    return alert(
-        "DeadLetterRecorded",
-        now_ms(),
-        (message.topic, message.partition, message.offset),
-        origin_topic=message.topic,
-        origin_partition=message.partition,
-        origin_offset=message.offset,
-        origin_key=key,
-        payload=payload,
-        error_type=type(error).__name__,
-        reason=with_note(error.reason, note),
-        consumer=CONSUMER,
-    )
+                       len(message.value or b""), letter.data["reason"])

@@ -9,6 +9,7 @@ from streams_builders import assert_fold_laws, event, fold
 from swarmlog.schemas.events import to_millis
 from swarmlog.streams import budgets
 from swarmlog.streams.budgets import BudgetPolicy, decide_budget, evolve
+from swarmlog.streams.keyed import RETENTION_MS
 
 POLICY = BudgetPolicy(default_tokens=1000, per_agent={"big": 5000})
 
@@ -76,16 +77,17 @@ def test_a_redelivered_exceeded_after_the_restore_does_not_throttle_again():
 
 @st.composite
 def runs(draw):
-    """A usage log as the worker writes it: usage on mostly rising event time, ticks, redeliveries."""
+    """A usage log as the worker writes it: usage on mostly rising event time (now and then a retention passes, and
+    usages expire), ticks, redeliveries of recent events."""
     state, log, decided, now = budgets.INITIAL, [], [], 0
     for step in range(draw(st.integers(0, 40))):
-        now += draw(st.integers(0, 30_000))
+        now += draw(st.integers(0, 30_000) | st.just(RETENTION_MS))
         kind = draw(st.sampled_from(["use", "use", "use", "tick", "redeliver"]))
         if kind == "use":
             tokens = draw(st.integers(-100, 800))
             new = [used(draw(st.sampled_from(["a", "b", "big"])), f"g{step}", now, tokens, draw(st.integers(-10, 400)))]
-        elif kind == "redeliver" and log:
-            new = [draw(st.sampled_from(log))]
+        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at_ms > now - RETENTION_MS // 2]):
+            new = [draw(st.sampled_from(recent))]
         else:
             new = [now]
         state, alerts = run(state, new)

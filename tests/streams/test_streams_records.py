@@ -1,23 +1,43 @@
-"""Dead letters of the streams worker: always small enough for the dead-letter topic, saying what was cut and why."""
+"""Dead letters of the streams worker: one per unusable record (the shared swarmlog.kafka.records builder), always
+small enough for the dead-letter topic, saying what was cut and why."""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
+from streams_builders import event
 
-from swarmlog.errors import DecodeError
-from swarmlog.kafka.records import DEAD_LETTER_MARGIN, KEPT_KEY_BYTES, KEPT_REASON_CHARS, fitted, with_note
-from swarmlog.schemas.codec import decode, encode
-from swarmlog.streams.app.records import NotAnInput, carried, dead_letter
-from swarmlog.settings import Settings
+from swarmlog.kafka.records import (DEAD_LETTER_MARGIN, DEAD_LETTER_TOPIC, KEPT_KEY_BYTES, KEPT_REASON_CHARS,
+                                    NotAnInput, dead_letter_id, fitted, with_note)
+from swarmlog.schemas.codec import decode, default_codec, encode
+from swarmlog.streams.app.records import CONSUMER, Io
 
 LIMIT = 1_000_000
+HEARTBEATS = "swarm.agents.heartbeats"
 
 
-def record(value: bytes, key: bytes | None = b"agent-1", offset: int = 7) -> SimpleNamespace:
-    message = SimpleNamespace(topic="swarm.agents.heartbeats", partition=3, offset=offset)
-    return SimpleNamespace(message=message, key=key, value=value)
+class Sent(Io):
+    """The worker's I/O edge with what it sends kept, not produced."""
+
+    def __init__(self) -> None:
+        super().__init__(None, default_codec(), max_message_bytes=LIMIT)
+        self.sent: list[tuple] = []
+
+    async def send(self, topic: str, key: str, event) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((topic, key, event))
+
+
+def record(value: bytes, key: bytes | None = b"agent-1", offset: int = 7, topic: str = HEARTBEATS) -> SimpleNamespace:
+    """A consumed record as Faust gives it: its message holds the coordinates and the raw key and value."""
+    return SimpleNamespace(message=SimpleNamespace(topic=topic, partition=3, offset=offset, tp=(topic, 3), key=key,
+                                                   value=value))
+
+
+def taken(io: Sent, *records: SimpleNamespace) -> list:
+    """What the worker makes of each record: its event, or None once dead-lettered."""
+    return [asyncio.run(io._input(each)) for each in records]
 
 
 def test_what_fits_is_kept_whole():
@@ -38,22 +58,31 @@ def test_a_long_reason_is_cut_and_the_note_follows_it():
 
 
 def test_the_dead_letter_of_2_mb_fits_the_dead_letter_topic_and_keeps_its_coordinates():
-    letter = dead_letter(record(b"\x00" * 2_000_000), DecodeError("wrong magic 00 00"), LIMIT)
+    io = Sent()
+    assert taken(io, record(b"\x00" * 2_000_000)) == [None]
+    [(topic, key, letter)] = io.sent
+    assert (topic, key, letter.event_id) == (DEAD_LETTER_TOPIC, HEARTBEATS, dead_letter_id(HEARTBEATS, 3, 7))
     assert len(encode(letter)) <= LIMIT
     data = decode(encode(letter)).data
-    assert (data["origin_topic"], data["origin_partition"], data["origin_offset"]) == ("swarm.agents.heartbeats", 3, 7)
-    assert data["reason"].startswith("wrong magic 00 00 (payload cut to its first ")
+    assert (data["origin_topic"], data["origin_partition"], data["origin_offset"]) == (HEARTBEATS, 3, 7)
+    assert data["consumer"] == CONSUMER and data["error_type"] == "DecodeError"
+    assert data["reason"].startswith(f"undecodable record at {HEARTBEATS}[3]@7: ")
+    assert "(payload cut to its first " in data["reason"]
 
 
-def test_a_repeat_is_the_same_dead_letter_and_another_record_another():
-    first, again = (dead_letter(record(b"", offset=7), DecodeError("empty"), LIMIT) for _ in range(2))
-    other = dead_letter(record(b"", offset=8), DecodeError("empty"), LIMIT)
-    assert first.event_id == again.event_id != other.event_id
+def test_a_record_is_dead_lettered_once_though_read_again_and_another_record_is_another():
+    io = Sent()
+    assert taken(io, record(b"", offset=7), record(b"", offset=7), record(b"", offset=8)) == [None] * 3
+    assert [letter.event_id for _, _, letter in io.sent] == [dead_letter_id(HEARTBEATS, 3, offset) for offset in (7, 8)]
 
 
 def test_an_event_of_another_kind_is_not_an_input_and_says_what_the_topic_carries():
-    topics = carried(Settings())
-    assert topics["swarm.agents.heartbeats"] == {"AgentHeartbeat"}
-    assert topics["swarm.waits"] == {"WaitStarted", "WaitEnded"}
-    error = NotAnInput("TokensUsed e1 does not belong on swarm.waits", topic="swarm.waits", partition=0, offset=1)
-    assert isinstance(error, DecodeError) and "swarm.waits[0]@1" in str(error)
+    io = Sent()
+    used = event("TokensUsed", 0, "e1", agent_id="a", generation_id="g", prompt_tokens=1, completion_tokens=1,
+                 mission_id=None, task_id=None)
+    assert taken(io, record(encode(used), topic="swarm.waits")) == [None]
+    letter = io.sent[0][2].data
+    assert letter["error_type"] == NotAnInput.__name__ and "which carries WaitEnded, WaitStarted" in letter["reason"]
+    beat = event("AgentHeartbeat", 0, "h1", agent_id="a", registration_id="r", sequence=1, status="IDLE",
+                 in_flight_task=None, region="r1", slot=0)
+    assert taken(io, record(encode(beat), offset=9)) == [beat] and len(io.sent) == 1

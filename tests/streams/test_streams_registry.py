@@ -8,6 +8,7 @@ from streams_builders import assert_fold_laws, event, fold
 
 from swarmlog.schemas.events import to_millis
 from swarmlog.streams import registry
+from swarmlog.streams.keyed import RETENTION_MS
 from swarmlog.streams.registry import decide_liveness, evolve
 
 
@@ -100,10 +101,11 @@ AGENTS = st.sampled_from(["a", "b", "c"])
 
 @st.composite
 def runs(draw):
-    """A registry log as the worker writes it: inputs, and the deaths decided on ticks folded back."""
+    """A registry log as the worker writes it: inputs, and the deaths decided on ticks folded back; now and then
+    a retention passes (views expire); redeliveries are of recent events."""
     state, log, decided, now, runs_of = registry.INITIAL, [], [], 0, {}
     for step in range(draw(st.integers(0, 40))):
-        now += draw(st.integers(0, 4000))
+        now += draw(st.integers(0, 4000) | st.just(RETENTION_MS))
         kind = draw(st.sampled_from(["register", "heartbeat", "heartbeat", "deregister", "tick", "redeliver"]))
         agent = draw(AGENTS)
         if kind == "register":
@@ -114,8 +116,8 @@ def runs(draw):
             new = [heartbeat(agent, now - draw(st.integers(0, 1500)), step, registration=run)]
         elif kind == "deregister":
             new = [deregistered(agent, now)]
-        elif kind == "redeliver" and log:
-            new = [draw(st.sampled_from(log))]
+        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at_ms > now - RETENTION_MS // 2]):
+            new = [draw(st.sampled_from(recent))]
         else:
             new = []
         state = fold(evolve, state, new)

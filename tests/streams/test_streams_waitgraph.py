@@ -12,6 +12,8 @@ from swarmlog.schemas.events import to_millis
 from swarmlog.streams import waitgraph
 from swarmlog.streams.waitgraph import Cycle, canonical, cycle_through, decide_deadlocks, evolve
 
+RETENTION = waitgraph.DEFAULT_RETENTION_MS
+
 
 def started(wait_id: str, waiter: str, waits_for: str, at_ms: int = 0) -> object:
     return event("WaitStarted", at_ms, f"start-{wait_id}", wait_id=wait_id, waiter_agent_id=waiter,
@@ -107,17 +109,19 @@ def test_the_cycle_finder_agrees_with_brute_force(edges):
 
 @st.composite
 def runs(draw):
-    """A wait log as the worker writes it: starts and ends, deadlocks decided per start, redeliveries."""
-    state, log, decided, active = waitgraph.INITIAL, [], [], []
+    """A wait log as the worker writes it: starts and ends, deadlocks decided per start, redeliveries of recent
+    events; now and then a retention passes, and waits are abandoned or forgotten."""
+    state, log, decided, active, now = waitgraph.INITIAL, [], [], [], 0
     for step in range(draw(st.integers(0, 40))):
+        now += draw(st.just(1000) | st.just(waitgraph.DEFAULT_RETENTION_MS))
         kind = draw(st.sampled_from(["start", "start", "end", "redeliver"]))
         if kind == "start":
             active.append((f"w{step}", f"a{draw(st.integers(0, 3))}", f"a{draw(st.integers(0, 3))}"))
-            new = started(*active[-1], at_ms=step * 1000)
+            new = started(*active[-1], at_ms=now)
         elif kind == "end" and active:
-            new = ended(*active.pop(draw(st.integers(0, len(active) - 1))), at_ms=step * 1000)
-        elif kind == "redeliver" and log:
-            new = draw(st.sampled_from(log))
+            new = ended(*active.pop(draw(st.integers(0, len(active) - 1))), at_ms=now)
+        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at_ms > now - RETENTION // 2]):
+            new = draw(st.sampled_from(recent))
         else:
             continue
         state, alerts = detect(state, [new])
