@@ -120,7 +120,7 @@ def test_a_file_that_is_not_a_history_is_a_value_error_saying_why(tmp_path: Path
 def test_a_keyed_component_needs_its_key():
     with pytest.raises(ValueError, match="--key"):
         replay(component("agent"), None, REGIONS, GOLDEN)
-    assert replay(component("agent"), "a1", REGIONS, GOLDEN).state.started
+    assert replay(component("agent"), "a1", REGIONS, GOLDEN).state.closed  # a1 ran and closed an attempt
 
 
 
