@@ -42,11 +42,16 @@ class Repeats(logging.Filter):
         return True
 
 
+def hold_back_repeats(logger: logging.Logger) -> None:
+    """A `Repeats` filter on each of the logger's handlers."""
+    for handler in logger.handlers:
+        handler.addFilter(Repeats())
+
+
 def configure(level: int = logging.INFO) -> None:
     """swarmlog's loggers at `level`, the clients' at WARNING with their repeats held back; for processes whose
     framework does not set logging up."""
     logging.basicConfig(level=level, format=FORMAT)
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(Repeats())
+    hold_back_repeats(logging.getLogger())
     for name in QUIET:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))

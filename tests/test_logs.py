@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 from swarmlog.logs import Repeats
@@ -39,3 +40,14 @@ def test_other_messages_levels_and_loggers_are_their_own_kinds() -> None:
 def test_swarmlog_s_own_lines_are_never_held_back() -> None:
     repeats = Repeats(window_s=10, clock=lambda: 0.0)
     assert all(repeats.filter(_record("dead-lettered %s", name="swarmlog.deadletter")) for _ in range(5))
+
+
+def test_the_streams_worker_holds_back_repeats_on_the_handlers_faust_sets_up():
+    from swarmlog.streams.app.run import Worker
+
+    worker = object.__new__(Worker)  # only its logging hook runs: no app, no loop
+    worker.spinner = None
+    root = logging.Logger("root")
+    root.addHandler(logging.StreamHandler(io.StringIO()))
+    worker.on_setup_root_logger(root, logging.INFO)
+    assert [type(f) for f in root.handlers[0].filters] == [Repeats]

@@ -10,6 +10,7 @@ import faust
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from swarmlog.errors import ServiceError
+from swarmlog.logs import hold_back_repeats
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.metrics import sensor_for
 
@@ -29,8 +30,17 @@ def run_worker(config: StreamsConfig, loglevel: str = "INFO") -> NoReturn:
     loop.run_until_complete(ensure_topics(config.settings))
     loop.run_until_complete(ensure_internal_topics(app, config))
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    worker = faust.Worker(app, loop=loop, loglevel=logging.getLevelName(loglevel.upper()), redirect_stdouts=False)
+    worker = Worker(app, loop=loop, loglevel=logging.getLevelName(loglevel.upper()), redirect_stdouts=False)
     worker.execute_from_commandline()
+
+
+class Worker(faust.Worker):  # its class name is in its log lines: "[^Worker]: Ready"
+    """Faust's worker, with aiokafka's repeated errors held back as in every other swarmlog process (`logs.Repeats`):
+    during a broker outage it would otherwise log dozens of identical lines a second."""
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        super().on_setup_root_logger(logger, level)
+        hold_back_repeats(logger)
 
 
 async def ensure_internal_topics(app: faust.App, config: StreamsConfig) -> None:
