@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from swarmlog.settings import Settings
 
 INBOX = "swarm.agents.inbox"
 CONTROL = "swarm.control"
+
+
+def slot_of(settings: Settings, agent_id: str) -> int:
+    """The agent's default inbox slot, as `swarmlog agent` picks it."""
+    return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
 
 
 def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str) -> subprocess.Popen:

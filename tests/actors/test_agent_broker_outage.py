@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_harness import Log, start_agent, stop_agent
+from metrics_scrape import broker_waiting_seconds
 
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import KafkaCluster, run_kafka_cluster
@@ -30,15 +30,6 @@ def single() -> Iterator[KafkaCluster]:
         yield cluster
 
 
-def waiting_seconds(port: int) -> float:
-    """The agent's swarmlog_broker_waiting_seconds, from its /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("swarmlog_broker_waiting_seconds "):
-                return float(line.split()[1])
-    raise AssertionError("no swarmlog_broker_waiting_seconds on /metrics")
-
-
 async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_each_end(single: KafkaCluster,
                                                                                         tmp_path: Path):
     settings = dataclasses.replace(Settings.from_env(), broker="kafka", bootstrap=single.bootstrap)
@@ -50,16 +41,16 @@ async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_e
     try:
         async with Log(settings, "swarm.agents.registry") as log:
             await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id), timeout_s=60)
-        before = await asyncio.to_thread(waiting_seconds, port)
+        before = await asyncio.to_thread(broker_waiting_seconds, port)
         node.kill()
         seen, started = 0.0, time.monotonic()
         while time.monotonic() - started < OUTAGE_S:
-            seen = max(seen, await asyncio.to_thread(waiting_seconds, port))
+            seen = max(seen, await asyncio.to_thread(broker_waiting_seconds, port))
             await asyncio.sleep(0.5)
         node.spawn()  # from the loop's thread: a node dies with the thread that spawned it
         await asyncio.to_thread(node.wait_ready, 120)
         deadline = time.monotonic() + 60
-        while (after := await asyncio.to_thread(waiting_seconds, port)) > 0 and time.monotonic() < deadline:
+        while (after := await asyncio.to_thread(broker_waiting_seconds, port)) > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
         assert process.poll() is None, "the agent died while the broker was away"
         assert stop_agent(process) == 0

@@ -5,27 +5,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import signal
-import uuid
-import zlib
 
 import pytest
-from agent_harness import Log, send_inbox, spawner, stop_agent, task_assigned
+from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
 from swarmlog.actors.actions import parse_action
-from swarmlog.settings import Settings
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
                                 reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
 TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
 
 
-@pytest.fixture
-def agent_id() -> str:
-    return f"agent-{uuid.uuid4().hex[:8]}"
-
-
-def slot_of(settings: Settings, agent_id: str) -> int:
-    return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
 
 
 @pytest.fixture

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import uuid
-import zlib
 
 import pytest
-from agent_harness import Log, publish_control, send_inbox, spawner, stop_agent, task_assigned
+from agent_harness import Log, publish_control, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import stamp
@@ -22,13 +20,6 @@ TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeat
 SCRIPTED = ("--brain", "scripted")
 
 
-def slot_of(settings: Settings, agent_id: str) -> int:
-    return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
-
-
-@pytest.fixture
-def agent_id() -> str:
-    return f"agent-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

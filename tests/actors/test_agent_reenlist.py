@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import uuid
-import zlib
 
 import pytest
-from agent_harness import Log, send_inbox, spawner, stop_agent, task_assigned
+from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
 from swarmlog.actors.domain import declared_dead
 from swarmlog.kafka.producer import EventProducer
@@ -19,13 +17,6 @@ REGISTRY = "swarm.agents.registry"
 TOPICS = ("swarm.tasks.events", REGISTRY, "swarm.agents.heartbeats")
 
 
-def slot_of(settings: Settings, agent_id: str) -> int:
-    return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
-
-
-@pytest.fixture
-def agent_id() -> str:
-    return f"agent-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

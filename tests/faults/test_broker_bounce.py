@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from metrics_scrape import broker_waiting_seconds
 
 from swarmlog.services import KafkaCluster, run_kafka_cluster
 from swarmlog.services.process import free_ports
@@ -37,15 +37,6 @@ def on_single(single: KafkaCluster, redis_url: str) -> Settings:
     return dataclasses.replace(Settings.from_env(), broker="kafka", bootstrap=single.bootstrap, redis_url=redis_url)
 
 
-def waiting_seconds(port: int) -> float:
-    """The streams worker's swarmlog_broker_waiting_seconds, from its /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("swarmlog_broker_waiting_seconds "):
-                return float(line.split()[1])
-    raise AssertionError("no swarmlog_broker_waiting_seconds on /metrics")
-
-
 async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_and_doubles_no_result(
         single: KafkaCluster, on_single: Settings, tmp_path: Path):
     [node] = single.nodes
@@ -57,7 +48,7 @@ async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_a
         node.kill()
         started = time.monotonic()
         while time.monotonic() - started < OUTAGE_S:  # the worker's gauge while the broker is away
-            seen["waiting"] = max(seen.get("waiting", 0.0), await asyncio.to_thread(waiting_seconds, metrics_port))
+            seen["waiting"] = max(seen.get("waiting", 0.0), await asyncio.to_thread(broker_waiting_seconds, metrics_port))
             await asyncio.sleep(0.5)
         node.spawn()  # from the loop's thread: a node dies with the thread that spawned it
         await asyncio.to_thread(node.wait_ready, 120)
@@ -68,7 +59,7 @@ async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_a
         assert not running.dead(), f"processes died during the outage: {running.dead()}; logs in {tmp_path}"
         await asyncio.sleep(7)  # more than a liveness timeout after the mission: a late false death would show now
         deaths = running.log.named("AgentDeclaredDead")
-        after = await asyncio.to_thread(waiting_seconds, metrics_port)
+        after = await asyncio.to_thread(broker_waiting_seconds, metrics_port)
     print(f"\nbroker outage {seen['outage']:.1f} s (the worker's gauge reached {seen['waiting']:.1f} s); "
           f"mission of {TASKS} tasks completed")
     assert not deaths, f"agents declared dead by a broker outage: {[d.data['agent_id'] for d in deaths]}"
