@@ -9,6 +9,7 @@ from typing import Any
 
 from faust.serializers import codecs
 
+from swarmlog.coordinator import State
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.errors import SwarmlogError
 from swarmlog.replay.components import JOURNAL, Component, component
@@ -85,9 +86,16 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
     partition = settings.region_names.index(region)
     reading = await read(settings, [JOURNAL], Span(to_offset=snapshot.offset), {JOURNAL: [partition]})
     rebuilt = replay(coordinator, region, settings.region_names, reading.records)
+    live = _with_timeouts_of(snapshot.state, rebuilt.state)
     return Comparison("coordinator", f"snapshot {path} @ offset {snapshot.offset}", rebuilt.events,
-                      differences(coordinator.view(rebuilt.state), coordinator.view(snapshot.state)),
-                      rebuilt.problems)
+                      differences(coordinator.view(rebuilt.state), coordinator.view(live)), rebuilt.problems)
+
+
+def _with_timeouts_of(live: State, rebuilt: State) -> State:
+    """The live state with the rebuild's timeouts: they are the coordinator's flags, not facts of its journal."""
+    config = dataclasses.replace(live.config, start_timeout_ms=rebuilt.config.start_timeout_ms,
+                                 retain_ended_ms=rebuilt.config.retain_ended_ms)
+    return dataclasses.replace(live, config=config)
 
 
 async def diff_table(settings: Settings, name: str, app_id: str) -> Comparison:

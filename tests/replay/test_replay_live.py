@@ -35,8 +35,9 @@ async def replay(settings: Settings, *args: str) -> Result:
 async def live_run(settings: Settings, tmp_path: Path) -> tuple[str, str, Path]:
     """A two-task mission run to completion by the coordinator shell and two scripted agents; (mission, agent, dir)."""
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"replay-{uuid.uuid4().hex[:8]}"
-    async with crew(settings, REGION, 2, capability, 40) as agents, CoordinatorService(settings, REGION,
-                                                                                      data_dir=tmp_path):
+    # A start timeout other than the default: a flag of the process, which replay does not take and need not know.
+    async with crew(settings, REGION, 2, capability, 40) as agents, CoordinatorService(
+            settings, REGION, data_dir=tmp_path, start_timeout_ms=20_000):
         await submit(settings, mission_id, REGION, [task("a", capability), task("b", capability)])
         await eventually(lambda: _completed(settings, mission_id))
     return mission_id, agents[0].agent_id, tmp_path
