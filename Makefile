@@ -25,4 +25,4 @@ bench: setup-kafka
 # The heavy tier: brokers killed, bounced and clustered under live missions (tests marked `cluster`, minutes).
 .PHONY: test-cluster
 test-cluster: setup-kafka
-	.venv/bin/pytest -m cluster tests/faults
+	.venv/bin/pytest -m cluster
