@@ -12,6 +12,7 @@ import logging
 
 from aiokafka.errors import KafkaError
 
+from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
 
 from .ends import EndOffsets
@@ -29,11 +30,10 @@ class Watch:
 
     def __init__(self, ends: EndOffsets, bootstrap: str, gap_ms: int, sensor: Sensor,
                  writable: tuple[tuple[str, ...], int] = ((), 1)) -> None:
-        self._ends, self._bootstrap, self._gap_ms, self._sensor = ends, bootstrap, gap_ms, sensor
+        self._ends, self._gap_ms = ends, gap_ms
         self._writable = writable  # (topics, in-sync replicas): an answer counts only while these take writes
+        self._wait = BrokerWait(sensor, bootstrap, "answer the liveness watch; no agent is declared dead meanwhile")
         self.since_ms = 0  # from the worker's start: a restarted worker decides at once, as before
-        self._answered_ms: int | None = None
-        self._waiting_since_ms: int | None = None
 
     async def check(self, patience_s: float) -> bool:
         """Ask the broker once; whether it answered within `patience_s`."""
@@ -48,18 +48,13 @@ class Watch:
 
     def answered(self, at_ms: int) -> None:
         """The broker answered at `at_ms`: after a gap longer than `gap_ms`, the watch starts again from now."""
-        previous, self._answered_ms = self._answered_ms, at_ms
+        previous = self._wait.answered_ms
+        self._wait.answered(at_ms)  # ends a wait (its WARNING, the gauge back to 0)
         if previous is not None and at_ms - previous > self._gap_ms:
             self.since_ms = at_ms
-            logger.warning("the broker at %s answers again after %.1f s; deaths are decided on silence from now on",
-                           self._bootstrap, (at_ms - previous) / 1000)
-        self._waiting_since_ms = None
-        self._sensor.on_broker_waiting(0.0)
+            logger.warning("no answer from the broker for %.1f s; deaths are decided on silence from now on",
+                           (at_ms - previous) / 1000)
 
     def failed(self, at_ms: int, exc: BaseException) -> None:
-        """The broker did not answer at `at_ms`: log once per outage what the worker waits for, and for how long."""
-        if self._waiting_since_ms is None:
-            self._waiting_since_ms = self._answered_ms if self._answered_ms is not None else at_ms
-            logger.warning("waiting for the broker at %s (%r); no agent is declared dead while it is away",
-                           self._bootstrap, exc)
-        self._sensor.on_broker_waiting((at_ms - self._waiting_since_ms) / 1000)
+        """The broker did not answer at `at_ms`: the wait's WARNING once per outage, and its length on the gauge."""
+        self._wait.failed(at_ms, exc)
