@@ -15,6 +15,7 @@ demo: setup
 
 test: setup-kafka setup-clients
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 	.venv/bin/python -m swarmlog.schemas.compat
 	.venv/bin/python -m swarmlog.schemas.native
 	.venv/bin/pytest

@@ -35,8 +35,9 @@ class Malformed:
     reason: str
 
 
-def action_schema(allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (),
-                  targets: Sequence[str] = ()) -> dict[str, Any]:
+def action_schema(
+    allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (), targets: Sequence[str] = ()
+) -> dict[str, Any]:
     """The JSON schema of the allowed actions; a vote's candidate_id is one of `candidates`, an ask's target one of
     `targets`, when given."""
     return {"oneOf": [_variant(kind, candidates, targets) for kind in allowed]}
@@ -50,15 +51,17 @@ def _variant(kind: str, candidates: Sequence[str], targets: Sequence[str] = ()) 
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     }
     if kind == ASK:
-        properties["target"] = {"enum": list(targets)} if targets else {"type": "string", "minLength": 1,
-                                                                        "maxLength": MAX_TARGET}
+        properties["target"] = (
+            {"enum": list(targets)} if targets else {"type": "string", "minLength": 1, "maxLength": MAX_TARGET}
+        )
     if kind == VOTE:
         properties["candidate_id"] = {"enum": list(candidates)} if candidates else {"type": "string", "minLength": 1}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (),
-                 targets: Sequence[str] = ()) -> Action | Malformed:
+def parse_action(
+    text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (), targets: Sequence[str] = ()
+) -> Action | Malformed:
     """The action in a model's output, or Malformed saying why not; confidence is clamped into [0, 1]."""
     try:
         # strict=False: llama.cpp's JSON grammar lets raw newlines and tabs into strings; they are still one action.
@@ -72,7 +75,9 @@ def parse_action(text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequen
         return Malformed(f"action {kind!r} is not one of {', '.join(allowed)}")
     expected = set(_variant(kind, candidates)["properties"])
     if value.keys() != expected:
-        return Malformed(f"{kind} needs exactly the fields {', '.join(sorted(expected))}, got {', '.join(sorted(value))}")
+        return Malformed(
+            f"{kind} needs exactly the fields {', '.join(sorted(expected))}, got {', '.join(sorted(value))}"
+        )
     content, confidence = value["content"], value["confidence"]
     if not isinstance(content, str) or len(content) > MAX_CONTENT:
         return Malformed(f"content must be a string of at most {MAX_CONTENT} characters")

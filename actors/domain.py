@@ -48,8 +48,16 @@ class Order:
     def of(cls, assigned: Event) -> Order:
         """The order a TaskAssigned event carries."""
         data = assigned.data
-        return cls(assigned.event_id, data["mission_id"], data["task_id"], data["replica"], data["attempt"],
-                   data["prompt"], dict(data["inputs"]), data["max_steps"])
+        return cls(
+            assigned.event_id,
+            data["mission_id"],
+            data["task_id"],
+            data["replica"],
+            data["attempt"],
+            data["prompt"],
+            dict(data["inputs"]),
+            data["max_steps"],
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,8 +73,12 @@ class Ballot:
     def of(cls, requested: Event) -> Ballot:
         """The ballot a VoteRequested event carries."""
         data = requested.data
-        return cls(requested.event_id, data["mission_id"], data["ballot_id"],
-                   {c["candidate_id"]: c["output"] for c in data["candidates"]})
+        return cls(
+            requested.event_id,
+            data["mission_id"],
+            data["ballot_id"],
+            {c["candidate_id"]: c["output"] for c in data["candidates"]},
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,8 +97,15 @@ class Question:
     def of(cls, asked: Event) -> Question:
         """The question a PeerQuestion event carries."""
         data = asked.data
-        return cls(asked.event_id, data["question_id"], data["from_agent_id"], data["reply_slot"], data["question"],
-                   data["mission_id"], data["task_id"])
+        return cls(
+            asked.event_id,
+            data["question_id"],
+            data["from_agent_id"],
+            data["reply_slot"],
+            data["question"],
+            data["mission_id"],
+            data["task_id"],
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -119,8 +138,9 @@ def evolve(state: AgentState, event: Event) -> AgentState:
         state = state if key in state.closed else dataclasses.replace(state, started=state.started | {key})
     elif event.name in CLOSING:
         key = task_key(data)
-        state = dataclasses.replace(state, started=state.started - {key},
-                                    closed={**state.closed, key: event.occurred_at_ms})
+        state = dataclasses.replace(
+            state, started=state.started - {key}, closed={**state.closed, key: event.occurred_at_ms}
+        )
     elif event.name == "VoteCast":
         state = dataclasses.replace(state, ballots={**state.ballots, data["ballot_id"]: event.occurred_at_ms})
     elif event.name in ("BudgetExceeded", "BudgetRestored"):
@@ -135,9 +155,12 @@ def _pruned(state: AgentState, seen_ms: int) -> AgentState:
     if seen_ms // PRUNE_MS == state.seen_ms // PRUNE_MS:
         return dataclasses.replace(state, seen_ms=seen_ms)
     since = seen_ms - KEEP_MS
-    return dataclasses.replace(state, seen_ms=seen_ms,
-                               closed={key: at for key, at in state.closed.items() if at >= since},
-                               ballots={ballot: at for ballot, at in state.ballots.items() if at >= since})
+    return dataclasses.replace(
+        state,
+        seen_ms=seen_ms,
+        closed={key: at for key, at in state.closed.items() if at >= since},
+        ballots={ballot: at for ballot, at in state.ballots.items() if at >= since},
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -198,8 +221,11 @@ def stale(command: Receive) -> bool:
 
 def declared_dead(event: Event, agent_id: str, registration_id: str) -> bool:
     """Whether a registry event declares this run of the agent (its registration) dead; an older run's death is not."""
-    return (event.name == "AgentDeclaredDead" and event.data["agent_id"] == agent_id
-            and event.data["registration_id"] == registration_id)
+    return (
+        event.name == "AgentDeclaredDead"
+        and event.data["agent_id"] == agent_id
+        and event.data["registration_id"] == registration_id
+    )
 
 
 def task_key(data: Mapping[str, Any]) -> TaskKey:
@@ -222,12 +248,30 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     if event.name == "TaskCancelled":
         if task_key(event.data) not in state.started:
             return Decision()
-        return Decision((emit(event.event_id, "cancelled", "TaskFailed", command.now_ms, state.agent_id,
-                              **task_fields(event.data), failure="CANCELLED", detail=event.data["reason"], raw_output=None, steps=0,
-                              prompt_tokens=0, completion_tokens=0, latency_ms=0),))
+        return Decision(
+            (
+                emit(
+                    event.event_id,
+                    "cancelled",
+                    "TaskFailed",
+                    command.now_ms,
+                    state.agent_id,
+                    **task_fields(event.data),
+                    failure="CANCELLED",
+                    detail=event.data["reason"],
+                    raw_output=None,
+                    steps=0,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    latency_ms=0,
+                ),
+            )
+        )
     if event.name == "VoteRequested":
         ballot = Ballot.of(event)
-        late = to_millis(event.data["deadline_at"]) <= command.now_ms or stale(command)  # e.g. read again from the log start
+        late = to_millis(event.data["deadline_at"]) <= command.now_ms or stale(
+            command
+        )  # e.g. read again from the log start
         return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
     if event.name == "PeerQuestion":
         return Decision(effects=(Reply(Question.of(event)),))
@@ -245,8 +289,15 @@ def _assigned(command: Receive, state: AgentState) -> Decision:
         return Decision(effects=(Work(order),))
     if stale(command):
         return Decision()
-    started = emit(order.cause_id, "started", "TaskStarted", command.now_ms, state.agent_id,
-                   **task_fields(command.event.data), ground_truth_version=command.ground_truth_version)
+    started = emit(
+        order.cause_id,
+        "started",
+        "TaskStarted",
+        command.now_ms,
+        state.agent_id,
+        **task_fields(command.event.data),
+        ground_truth_version=command.ground_truth_version,
+    )
     return Decision((started,), (Work(order),))
 
 
@@ -257,11 +308,14 @@ def task_fields(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def emit(cause_id: str, suffix: str, name: str, now_ms: int, agent: str, **fields: Any) -> Event:
     """An event an agent writes because of `cause_id`, with the deterministic id f"{cause_id}/{suffix}"."""
-    return Event(name, {
-        "event_id": f"{cause_id}/{suffix}",
-        "occurred_at": now_ms,
-        "correlation_id": fields.get("mission_id"),
-        "causation_id": cause_id,
-        "producer": f"agent:{agent}",
-        **fields,
-    })
+    return Event(
+        name,
+        {
+            "event_id": f"{cause_id}/{suffix}",
+            "occurred_at": now_ms,
+            "correlation_id": fields.get("mission_id"),
+            "causation_id": cause_id,
+            "producer": f"agent:{agent}",
+            **fields,
+        },
+    )

@@ -23,7 +23,9 @@ class Outbox:
     def __init__(self, producer: EventProducer, settings: Settings, wait: BrokerWait) -> None:
         self._producer, self._wait = producer, wait
         self._topics: dict[str, TopicSpec] = {  # inbox messages go to a slot, through deliver()
-            name: spec for spec in catalog(settings) if "agent" in spec.writers and spec.name != INBOX_TOPIC
+            name: spec
+            for spec in catalog(settings)
+            if "agent" in spec.writers and spec.name != INBOX_TOPIC
             for name in spec.events
         }
 
@@ -35,12 +37,16 @@ class Outbox:
             key = event.data.get(spec.key)
             payload = self._producer.encode_for(spec.name, event)
             meta = await self._wait.through(
-                self._producer.raw.send_and_wait(spec.name, payload, key=None if key is None else key.encode()))
+                self._producer.raw.send_and_wait(spec.name, payload, key=None if key is None else key.encode())
+            )
             written[TopicPartition(spec.name, meta.partition)] = meta.offset + 1
         return written
 
     async def deliver(self, message: Event, slot: int) -> None:
         """Send an inbox message (a peer's question or answer) to the agent on `slot`, keyed by its recipient."""
         payload = self._producer.encode_for(INBOX_TOPIC, message)
-        await self._wait.through(self._producer.raw.send_and_wait(
-            INBOX_TOPIC, payload, key=message.data["to_agent_id"].encode(), partition=slot))
+        await self._wait.through(
+            self._producer.raw.send_and_wait(
+                INBOX_TOPIC, payload, key=message.data["to_agent_id"].encode(), partition=slot
+            )
+        )

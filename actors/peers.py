@@ -46,6 +46,9 @@ def resolve(peers: Mapping[str, Peer], me: str, region: str, target: str) -> tup
     peer = peers.get(target)
     if peer is not None and target != me:
         return target, peer.slot
-    able = sorted(agent_id for agent_id, peer in peers.items()
-                  if agent_id != me and peer.region == region and target in peer.capabilities)
+    able = sorted(
+        agent_id
+        for agent_id, peer in peers.items()
+        if agent_id != me and peer.region == region and target in peer.capabilities
+    )
     return (able[0], peers[able[0]].slot) if able else None

@@ -35,8 +35,10 @@ def task_prompt(
         'characters. Use the action "answer" to give the final answer.'
     )
     if ASK in allowed:
-        sections.append('To ask another agent, use the action "ask" with "target" set to its id and the question as '
-                        "content; its answer appears in your notes.")
+        sections.append(
+            'To ask another agent, use the action "ask" with "target" set to its id and the question as '
+            "content; its answer appears in your notes."
+        )
     return "\n".join(sections)
 
 

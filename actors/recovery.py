@@ -41,8 +41,11 @@ def stale(saved: Checkpoint, inbox: TopicPartition, tasks: str, control: str, bo
     """Why `saved` cannot be resumed from on this broker (its inbox partition, its task and control topics), or None."""
     if saved.cluster is not None and bounds.cluster is not None and saved.cluster != bounds.cluster:
         return f"it was taken on cluster {saved.cluster!r} and the broker is cluster {bounds.cluster!r}"
-    positions = [(inbox, saved.inbox), *((TopicPartition(tasks, p), o) for p, o in sorted(saved.log.items())),
-                 *((TopicPartition(control, p), o) for p, o in sorted(saved.control.items()))]
+    positions = [
+        (inbox, saved.inbox),
+        *((TopicPartition(tasks, p), o) for p, o in sorted(saved.log.items())),
+        *((TopicPartition(control, p), o) for p, o in sorted(saved.control.items())),
+    ]
     for tp, offset in positions:
         where = f"{tp.topic}[{tp.partition}]"
         if tp not in bounds.ends:
@@ -54,9 +57,16 @@ def stale(saved: Checkpoint, inbox: TopicPartition, tasks: str, control: str, bo
     return None
 
 
-async def recover(consumer: AIOKafkaConsumer, codec: Codec, agent_id: str, inbox: TopicPartition,
-                  tasks: list[TopicPartition], control: list[TopicPartition], saved: Checkpoint | None,
-                  cluster: str | None) -> tuple[Checkpoint, str | None]:
+async def recover(
+    consumer: AIOKafkaConsumer,
+    codec: Codec,
+    agent_id: str,
+    inbox: TopicPartition,
+    tasks: list[TopicPartition],
+    control: list[TopicPartition],
+    saved: Checkpoint | None,
+    cluster: str | None,
+) -> tuple[Checkpoint, str | None]:
     """The checkpoint to run from, and why the saved one was stale (None when it was used or there was none).
 
     A usable checkpoint is brought up to date with the agent's task events (`tasks`) and budget events (`control`)
@@ -73,14 +83,26 @@ async def recover(consumer: AIOKafkaConsumer, codec: Codec, agent_id: str, inbox
         async with asyncio.timeout(TIMEOUT_S):
             state = await _fold(consumer, codec, saved.state, start, bounds.ends)
     except TimeoutError:
-        raise ServiceError(f"agent {agent_id} could not read its task and control events to their end within "
-                           f"{TIMEOUT_S} s; is the broker healthy?") from None
-    return Checkpoint(state, saved.inbox, {tp.partition: bounds.ends[tp] for tp in tasks},
-                      {tp.partition: bounds.ends[tp] for tp in control}, cluster), reason
+        raise ServiceError(
+            f"agent {agent_id} could not read its task and control events to their end within "
+            f"{TIMEOUT_S} s; is the broker healthy?"
+        ) from None
+    return Checkpoint(
+        state,
+        saved.inbox,
+        {tp.partition: bounds.ends[tp] for tp in tasks},
+        {tp.partition: bounds.ends[tp] for tp in control},
+        cluster,
+    ), reason
 
 
-async def _fold(consumer: AIOKafkaConsumer, codec: Codec, state: AgentState, start: Mapping[TopicPartition, int],
-                ends: Mapping[TopicPartition, int]) -> AgentState:
+async def _fold(
+    consumer: AIOKafkaConsumer,
+    codec: Codec,
+    state: AgentState,
+    start: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+) -> AgentState:
     """`state` with every event from `start` to `ends` folded in (other agents' events, and commands such as a
     drain, change nothing: the fold replays facts, never effects)."""
     pending = [tp for tp in start if start[tp] < ends[tp]]
@@ -93,7 +115,9 @@ async def _fold(consumer: AIOKafkaConsumer, codec: Codec, state: AgentState, sta
                 if record.offset >= ends[tp]:
                     continue
                 try:
-                    state = evolve(state, codec.decode_record(record.value or b"", tp.topic, tp.partition, record.offset))
+                    state = evolve(
+                        state, codec.decode_record(record.value or b"", tp.topic, tp.partition, record.offset)
+                    )
                 except DecodeError:
                     continue  # dead-lettered by the live readers (control) or by the topic's consumers (tasks)
         pending = [tp for tp in pending if await consumer.position(tp) < ends[tp]]

@@ -22,8 +22,9 @@ async def read_ground_truth(settings: Settings, codec: Codec, truth: GroundTruth
         await consumer.seek_to_beginning(tp)
         async for record in records_to_end(consumer, tp):
             try:
-                truth = evolve_ground_truth(truth, codec.decode_record(record.value or b"", tp.topic, tp.partition,
-                                                                       record.offset))
+                truth = evolve_ground_truth(
+                    truth, codec.decode_record(record.value or b"", tp.topic, tp.partition, record.offset)
+                )
             except DecodeError:
                 continue  # the topic's writers are operators; a bad record is theirs to fix, not a reason to stop
         return truth

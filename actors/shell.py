@@ -19,23 +19,48 @@ from aiokafka.errors import KafkaError
 
 from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
+from swarmlog.actors.domain import (
+    Ballot,
+    Order,
+    Question,
+    Receive,
+    Rejected,
+    Reply,
+    TaskKey,
+    Work,
+    decide,
+    declared_dead,
+    evolve,
+)
 from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
-from swarmlog.actors.resync import read_ground_truth
-from swarmlog.actors.domain import (Ballot, Order, Question, Receive, Rejected, Reply, TaskKey, Work, declared_dead,
-                                    decide, evolve)
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
 from swarmlog.actors.recovery import recover
-from swarmlog.actors.steps import (Run, Usage, advance, ballot_prompt, ballot_schema, cast, experience, model_error,
-                                   question, released, reply, reply_prompt, reply_schema, taken, wait_ended)
+from swarmlog.actors.resync import read_ground_truth
+from swarmlog.actors.steps import (
+    Run,
+    Usage,
+    advance,
+    ballot_prompt,
+    ballot_schema,
+    cast,
+    experience,
+    model_error,
+    question,
+    released,
+    reply,
+    reply_prompt,
+    reply_schema,
+    taken,
+    wait_ended,
+)
 from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import cluster_id
-from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event,
-                                    send_dead_letter)
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event, send_dead_letter
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import stop_on_signals
@@ -84,7 +109,9 @@ class Agent:
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
         self._sensor = sensor or Sensor()
-        self._topic_of = {name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events}
+        self._topic_of = {
+            name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
+        }
         self._codec = codec_for(settings.schema_registry_url)
         self._inbox = TopicPartition(INBOX_TOPIC, config.slot)
         self._name = f"agent:{config.agent_id}"
@@ -110,34 +137,56 @@ class Agent:
     async def run(self) -> None:
         """Run until stop(); recovery first, deregistration last."""
         store = AgentStore(self._config.data_dir / self._config.agent_id)
-        consumer = AIOKafkaConsumer(bootstrap_servers=self._settings.bootstrap, client_id=self._name,
-                                    enable_auto_commit=False, auto_offset_reset="earliest",
-                                    fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._settings.bootstrap,
+            client_id=self._name,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+        )
         memory = SemanticMemory(self._settings.redis_url, self._settings.memory_flush_ms)
         try:
             async with EventProducer(self._settings, client_id=self._name) as producer, memory:
                 await consumer.start()
-                self._producer, self._outbox, self._store = producer, Outbox(producer, self._settings, self._wait), store
+                self._producer, self._outbox, self._store = (
+                    producer,
+                    Outbox(producer, self._settings, self._wait),
+                    store,
+                )
                 self._memory = memory
                 tasks, control = await self._partitions(TASKS_TOPIC), await self._partitions(CONTROL_TOPIC)
                 await self._check_slot()
                 started = time.monotonic()
-                self._checkpoint, stale = await recover(consumer, self._codec, self._config.agent_id, self._inbox,
-                                                        tasks, control, store.load(self._config.agent_id),
-                                                        await cluster_id(consumer))
+                self._checkpoint, stale = await recover(
+                    consumer,
+                    self._codec,
+                    self._config.agent_id,
+                    self._inbox,
+                    tasks,
+                    control,
+                    store.load(self._config.agent_id),
+                    await cluster_id(consumer),
+                )
                 if stale is not None:
-                    log.warning("agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (task and "
-                                "budget events, and inbox %d, from the log start). Nothing is lost or redone; if this "
-                                "is the wrong broker, stop the agent and give it the right --bootstrap",
-                                self._config.agent_id, store.path, stale, self._checkpoint.inbox)
+                    log.warning(
+                        "agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (task and "
+                        "budget events, and inbox %d, from the log start). Nothing is lost or redone; if this "
+                        "is the wrong broker, stop the agent and give it the right --bootstrap",
+                        self._config.agent_id,
+                        store.path,
+                        stale,
+                        self._checkpoint.inbox,
+                    )
                 self._sensor.on_recovered("agent", time.monotonic() - started)
                 store.save(self._checkpoint)
                 registry = await self._partitions(REGISTRY_TOPIC) if self._config.ask_peers else []
                 await self._serve(consumer, control, registry)
                 if self._failed is not None:
-                    raise SwarmlogError(f"agent {self._config.agent_id} stopped because a command's effect failed "
-                                        f"({type(self._failed).__name__}: {self._failed}); start it again: it resumes "
-                                        "from its last checkpoint") from self._failed
+                    raise SwarmlogError(
+                        f"agent {self._config.agent_id} stopped because a command's effect failed "
+                        f"({type(self._failed).__name__}: {self._failed}); start it again: it resumes "
+                        "from its last checkpoint"
+                    ) from self._failed
         finally:
             await consumer.stop()
             store.close()
@@ -146,16 +195,19 @@ class Agent:
         """A ConfigError when the agent's slot is not a partition of the inbox topic (it would wait on it forever)."""
         count = len(await self._partitions(INBOX_TOPIC))
         if self._inbox.partition >= count:
-            raise ConfigError(f"agent {self._config.agent_id}: slot {self._inbox.partition} is not a partition of "
-                              f"{INBOX_TOPIC}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
-                              f"{count}, or create the topics with more inbox partitions (SWARMLOG_INBOX_PARTITIONS)")
+            raise ConfigError(
+                f"agent {self._config.agent_id}: slot {self._inbox.partition} is not a partition of "
+                f"{INBOX_TOPIC}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
+                f"{count}, or create the topics with more inbox partitions (SWARMLOG_INBOX_PARTITIONS)"
+            )
 
     async def _partitions(self, topic: str) -> list[TopicPartition]:
         """Every partition of a topic (the producer waits for its metadata)."""
         return [TopicPartition(topic, p) for p in sorted(await self._producer.raw.partitions_for(topic))]
 
-    async def _serve(self, consumer: AIOKafkaConsumer, control: list[TopicPartition],
-                     registry: list[TopicPartition]) -> None:
+    async def _serve(
+        self, consumer: AIOKafkaConsumer, control: list[TopicPartition], registry: list[TopicPartition]
+    ) -> None:
         """Register, heartbeat and handle records until stopped; then drain and deregister.
 
         The registry is read for a death of this run: from the registration on, in the partition it landed in (where
@@ -227,8 +279,9 @@ class Agent:
         try:
             await work
         except Exception as exc:
-            log.exception("agent %s: the effect of inbox offset %d failed; stopping", self._config.agent_id,
-                          next_offset - 1)
+            log.exception(
+                "agent %s: the effect of inbox offset %d failed; stopping", self._config.agent_id, next_offset - 1
+            )
             self._failed, self._busy = exc, None
             self.stop()
             return
@@ -253,9 +306,16 @@ class Agent:
     async def _register(self) -> tuple[TopicPartition, int]:
         """Register a new run of this agent (the AgentRegistered's id names it); the registry partition it landed in,
         and the offset after it."""
-        registered = self._stamp("AgentRegistered", capabilities=list(self._config.capabilities),
-                                 model=self._brain.model, brain=self._config.brain, node=self._config.node,
-                                 gpu=self._config.gpu, region=self._config.region, slot=self._config.slot)
+        registered = self._stamp(
+            "AgentRegistered",
+            capabilities=list(self._config.capabilities),
+            model=self._brain.model,
+            brain=self._config.brain,
+            node=self._config.node,
+            gpu=self._config.gpu,
+            region=self._config.region,
+            slot=self._config.slot,
+        )
         ((landed, after),) = (await self._emit([registered])).items()
         self._registration_id = registered.event_id
         log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
@@ -284,10 +344,16 @@ class Agent:
         new run, which the registry and the coordinator take as alive (heartbeats of a dead run never revive it)."""
         run = self._run
         self._abandoned = run.order.key if run is not None else None
-        log.warning("agent %s was declared dead while running (registration %s, no heartbeat seen within %d ms); "
-                    "%sregistering again", self._config.agent_id, death.data["registration_id"],
-                    death.data["timeout_ms"], "" if run is None else
-                    f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and ")
+        log.warning(
+            "agent %s was declared dead while running (registration %s, no heartbeat seen within %d ms); "
+            "%sregistering again",
+            self._config.agent_id,
+            death.data["registration_id"],
+            death.data["timeout_ms"],
+            ""
+            if run is None
+            else f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and ",
+        )
         await self._register()
 
     async def _work(self, order: Order) -> None:
@@ -306,7 +372,9 @@ class Agent:
                 await self._write([released(run, reason, now_ms())])
                 break
             try:
-                generation = await self._brain.generate(run.prompt(memories, self._truth), run.schema, self._config.max_tokens)
+                generation = await self._brain.generate(
+                    run.prompt(memories, self._truth), run.schema, self._config.max_tokens
+                )
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
                 events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
@@ -352,8 +420,9 @@ class Agent:
             await self._outbox.deliver(question(run, self._config.slot, now_ms()), found[1])
             self._sensor.on_produced(INBOX_TOPIC)
             self._gate()  # read the inbox while waiting: the answer arrives there
-            await asyncio.wait([answer, stopping], timeout=self._config.ask_timeout_s,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [answer, stopping], timeout=self._config.ask_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stopping.cancel()
             del self._waits[wait.wait_id]
@@ -385,7 +454,9 @@ class Agent:
     async def _vote(self, ballot: Ballot) -> None:
         """Have the model choose a candidate, constrained to the ballot's ids; abstain when the model fails."""
         try:
-            generation = await self._brain.generate(ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens)
+            generation = await self._brain.generate(
+                ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens
+            )
         except Exception:  # as with malformed output: no VoteCast; the ballot closes on the votes that came
             log.exception("brain failed on ballot %s; agent %s abstains", ballot.ballot_id, self._config.agent_id)
             return
@@ -399,8 +470,9 @@ class Agent:
     async def _control(self, record) -> None:
         """Budget events throttle and restore this agent; a drain request stops it; anything else is skipped (and
         dead-lettered when it is meant for this agent). Its position is saved with the next checkpoint."""
-        self._checkpoint = dataclasses.replace(self._checkpoint,
-                                               control=self._checkpoint.control | {record.partition: record.offset + 1})
+        self._checkpoint = dataclasses.replace(
+            self._checkpoint, control=self._checkpoint.control | {record.partition: record.offset + 1}
+        )
         event = await self._decoded(record)
         if event is None:
             return
@@ -423,7 +495,9 @@ class Agent:
             self._busy.cancel()
             run = self._run
             if run is not None and run.order.key not in self._checkpoint.state.closed:
-                ended = [wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())[0]] if run.waiting else []
+                ended = (
+                    [wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())[0]] if run.waiting else []
+                )
                 await self._write([*ended, released(run, f"step not done within {self._config.drain_s} s", now_ms())])
 
     async def _resync_every(self) -> None:
@@ -435,16 +509,21 @@ class Agent:
             try:
                 await self._resync()
             except KafkaError as exc:
-                log.warning("re-sync of %s failed, keeping version %s: %s", self._truth.document_id,
-                            self._truth.version, exc)
+                log.warning(
+                    "re-sync of %s failed, keeping version %s: %s", self._truth.document_id, self._truth.version, exc
+                )
 
     async def _resync(self) -> None:
         """Bring the ground-truth document up to the latest version on its topic."""
         before = self._truth.version
         self._truth = await read_ground_truth(self._settings, self._codec, self._truth, f"{self._name}-resync")
         if self._truth.version != before:
-            log.info("agent %s re-synced %s to version %s", self._config.agent_id, self._truth.document_id,
-                     self._truth.version)
+            log.info(
+                "agent %s re-synced %s to version %s",
+                self._config.agent_id,
+                self._truth.document_id,
+                self._truth.version,
+            )
 
     async def _heartbeat(self) -> None:
         """AgentHeartbeat of the current run every heartbeat_s on a fixed schedule (no drift), whatever the agent is
@@ -454,10 +533,19 @@ class Agent:
         for sequence in itertools.count():
             run = self._run
             with contextlib.suppress(KafkaError):
-                await self._emit([self._stamp(
-                    "AgentHeartbeat", registration_id=self._registration_id, sequence=sequence, status=self._status(),
-                    in_flight_task=run.order.task_id if run else None, region=self._config.region,
-                    slot=self._config.slot)])
+                await self._emit(
+                    [
+                        self._stamp(
+                            "AgentHeartbeat",
+                            registration_id=self._registration_id,
+                            sequence=sequence,
+                            status=self._status(),
+                            in_flight_task=run.order.task_id if run else None,
+                            region=self._config.region,
+                            slot=self._config.slot,
+                        )
+                    ]
+                )
             await asyncio.sleep(max(0.0, start + (sequence + 1) * self._config.heartbeat_s - loop.time()))
 
     def _status(self) -> str:
@@ -528,8 +616,11 @@ class Agent:
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
         checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
         which readers dedupe by event id."""
-        await self._wait.through(send_dead_letter(self._producer, record, error, self._name,
-                                                  max_message_bytes=self._settings.max_message_bytes))
+        await self._wait.through(
+            send_dead_letter(
+                self._producer, record, error, self._name, max_message_bytes=self._settings.max_message_bytes
+            )
+        )
         self._sensor.on_produced(DEAD_LETTER_TOPIC)
 
     def _save(self, inbox: int) -> None:

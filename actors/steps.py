@@ -70,36 +70,73 @@ class Run:
 
     def prompt(self, memories: Sequence[str] = (), truth: GroundTruth | None = None) -> str:
         """The prompt of the next step."""
-        return task_prompt(self.order.prompt, self.order.inputs, memories=memories, truth=truth, notes=self.notes,
-                           allowed=self.allowed, step=self.step + 1, max_steps=self.order.max_steps)
+        return task_prompt(
+            self.order.prompt,
+            self.order.inputs,
+            memories=memories,
+            truth=truth,
+            notes=self.notes,
+            allowed=self.allowed,
+            step=self.step + 1,
+            max_steps=self.order.max_steps,
+        )
 
 
 def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run | None]:
     """The events of one step and the run that continues, or None when the task closed."""
     step, allowed = run.step + 1, run.allowed
-    run = dataclasses.replace(run, step=step, prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
-                              completion_tokens=run.completion_tokens + usage.completion_tokens)
+    run = dataclasses.replace(
+        run,
+        step=step,
+        prompt_tokens=run.prompt_tokens + usage.prompt_tokens,
+        completion_tokens=run.completion_tokens + usage.completion_tokens,
+    )
     used = _tokens(run.order.cause_id, step, run.agent_id, usage, run.order.mission_id, run.order.task_id)
     action = parse_action(text, allowed, targets=run.peers)
     if not isinstance(action, Action):
-        return (used, _closing(run, usage, "TaskFailed", failure="MALFORMED_OUTPUT", detail=action.reason,
-                               raw_output=text)), None
-    taken = _event(run, f"step-{step}", "TaskStepTaken", usage.now_ms, step=step, action=action.kind.upper(),
-                   content=action.content, prompt_tokens=usage.prompt_tokens,
-                   completion_tokens=usage.completion_tokens)
+        return (
+            used,
+            _closing(run, usage, "TaskFailed", failure="MALFORMED_OUTPUT", detail=action.reason, raw_output=text),
+        ), None
+    taken = _event(
+        run,
+        f"step-{step}",
+        "TaskStepTaken",
+        usage.now_ms,
+        step=step,
+        action=action.kind.upper(),
+        content=action.content,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+    )
     if action.kind == ANSWER:
-        return (used, taken, _closing(run, usage, "TaskCompleted", output=action.content,
-                                      confidence=action.confidence)), None
+        return (
+            used,
+            taken,
+            _closing(run, usage, "TaskCompleted", output=action.content, confidence=action.confidence),
+        ), None
     if action.kind == FAIL:
-        return (used, taken, _closing(run, usage, "TaskFailed", failure="GAVE_UP", detail=action.content,
-                                      raw_output=None)), None
+        return (
+            used,
+            taken,
+            _closing(run, usage, "TaskFailed", failure="GAVE_UP", detail=action.content, raw_output=None),
+        ), None
     run = dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
     if action.kind == ASK:
         assert action.target is not None  # parse_action guarantees an ask's target
         wait = Wait(f"{run.order.cause_id}/wait-{step}", action.target, action.content)
-        started = emit(run.order.cause_id, f"wait-{step}", "WaitStarted", usage.now_ms, run.agent_id,
-                       wait_id=wait.wait_id, waiter_agent_id=run.agent_id, waits_for_agent_id=wait.target,
-                       mission_id=run.order.mission_id, task_id=run.order.task_id)
+        started = emit(
+            run.order.cause_id,
+            f"wait-{step}",
+            "WaitStarted",
+            usage.now_ms,
+            run.agent_id,
+            wait_id=wait.wait_id,
+            waiter_agent_id=run.agent_id,
+            waits_for_agent_id=wait.target,
+            mission_id=run.order.mission_id,
+            task_id=run.order.task_id,
+        )
         return (used, taken, started), dataclasses.replace(run, asked=run.asked + 1, waiting=wait)
     return (used, taken), run
 
@@ -108,17 +145,37 @@ def question(run: Run, reply_slot: int, now_ms: int) -> Event:
     """The PeerQuestion of the run's pending wait, to be answered into `reply_slot`."""
     assert run.waiting is not None, "the run is not waiting on a peer"
     wait, order = run.waiting, run.order
-    return emit(wait.wait_id, "question", "PeerQuestion", now_ms, run.agent_id, question_id=wait.wait_id,
-                from_agent_id=run.agent_id, to_agent_id=wait.target, reply_slot=reply_slot, question=wait.question,
-                mission_id=order.mission_id, task_id=order.task_id)
+    return emit(
+        wait.wait_id,
+        "question",
+        "PeerQuestion",
+        now_ms,
+        run.agent_id,
+        question_id=wait.wait_id,
+        from_agent_id=run.agent_id,
+        to_agent_id=wait.target,
+        reply_slot=reply_slot,
+        question=wait.question,
+        mission_id=order.mission_id,
+        task_id=order.task_id,
+    )
 
 
 def wait_ended(run: Run, outcome: str, answer: str | None, error: str | None, now_ms: int) -> tuple[Event, Run]:
     """WaitEnded of the pending wait, and the run that goes on with the answer (or the lack of one) in its notes."""
     assert run.waiting is not None, "the run is not waiting on a peer"
     wait = run.waiting
-    ended = emit(wait.wait_id, "ended", "WaitEnded", now_ms, run.agent_id, wait_id=wait.wait_id,
-                 waiter_agent_id=run.agent_id, waits_for_agent_id=wait.target, outcome=outcome)
+    ended = emit(
+        wait.wait_id,
+        "ended",
+        "WaitEnded",
+        now_ms,
+        run.agent_id,
+        wait_id=wait.wait_id,
+        waiter_agent_id=run.agent_id,
+        waits_for_agent_id=wait.target,
+        outcome=outcome,
+    )
     note = f"{wait.target} answered: {answer}" if answer is not None else f"{wait.target} did not answer: {error}"
     return ended, dataclasses.replace(run, waiting=None, notes=(*run.notes, note))
 
@@ -130,8 +187,9 @@ def reply_schema() -> dict:
 
 def reply_prompt(asked: Question) -> str:
     """The prompt of an answer to a peer's question."""
-    return task_prompt(f"Agent {asked.from_agent_id} asks you: {asked.question}", {}, allowed=(ANSWER,), step=1,
-                       max_steps=1)
+    return task_prompt(
+        f"Agent {asked.from_agent_id} asks you: {asked.question}", {}, allowed=(ANSWER,), step=1, max_steps=1
+    )
 
 
 def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Event, Event]:
@@ -139,8 +197,18 @@ def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Even
     used = _tokens(asked.cause_id, 1, agent_id, usage, asked.mission_id, asked.task_id)
     action = parse_action(text, (ANSWER,))
     answer, error = (action.content, None) if isinstance(action, Action) else (None, f"malformed: {action.reason}")
-    answered = emit(asked.cause_id, "answer", "PeerAnswered", usage.now_ms, agent_id, question_id=asked.question_id,
-                    from_agent_id=agent_id, to_agent_id=asked.from_agent_id, answer=answer, error=error)
+    answered = emit(
+        asked.cause_id,
+        "answer",
+        "PeerAnswered",
+        usage.now_ms,
+        agent_id,
+        question_id=asked.question_id,
+        from_agent_id=agent_id,
+        to_agent_id=asked.from_agent_id,
+        answer=answer,
+        error=error,
+    )
     return used, answered
 
 
@@ -153,9 +221,21 @@ def experience(step: Event, embedding: Sequence[float], node: str, ttl_s: int) -
     """ExperienceRecorded of a `remember` step: its content and embedding, for any agent to recall."""
     data, cause_id = step.data, step.data["causation_id"]
     suffix = f"experience-{data['step']}"
-    return emit(cause_id, suffix, "ExperienceRecorded", data["occurred_at"], data["agent_id"],
-                mission_id=data["mission_id"], experience_id=f"{cause_id}/{suffix}", agent_id=data["agent_id"],
-                node=node, kind=REMEMBER, content=data["content"], embedding=list(embedding), ttl_s=ttl_s)
+    return emit(
+        cause_id,
+        suffix,
+        "ExperienceRecorded",
+        data["occurred_at"],
+        data["agent_id"],
+        mission_id=data["mission_id"],
+        experience_id=f"{cause_id}/{suffix}",
+        agent_id=data["agent_id"],
+        node=node,
+        kind=REMEMBER,
+        content=data["content"],
+        embedding=list(embedding),
+        ttl_s=ttl_s,
+    )
 
 
 def released(run: Run, reason: str, now_ms: int) -> Event:
@@ -184,28 +264,69 @@ def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event,
     action = parse_action(text, (VOTE,), tuple(ballot.candidates))
     if not isinstance(action, Action):
         return (used,)
-    vote = emit(ballot.cause_id, "vote", "VoteCast", usage.now_ms, agent_id, mission_id=ballot.mission_id,
-                ballot_id=ballot.ballot_id, voter_agent_id=agent_id, candidate_id=action.candidate_id,
-                confidence=action.confidence, reason=action.content or None)
+    vote = emit(
+        ballot.cause_id,
+        "vote",
+        "VoteCast",
+        usage.now_ms,
+        agent_id,
+        mission_id=ballot.mission_id,
+        ballot_id=ballot.ballot_id,
+        voter_agent_id=agent_id,
+        candidate_id=action.candidate_id,
+        confidence=action.confidence,
+        reason=action.content or None,
+    )
     return used, vote
 
 
-def _tokens(cause_id: str, step: int, agent_id: str, usage: Usage, mission_id: str | None,
-            task_id: str | None) -> Event:
+def _tokens(
+    cause_id: str, step: int, agent_id: str, usage: Usage, mission_id: str | None, task_id: str | None
+) -> Event:
     """TokensUsed of one generation, named by the step and the generation (a retried step is a new generation)."""
-    return emit(cause_id, f"tokens-{step}/{usage.generation}", "TokensUsed", usage.now_ms, agent_id, agent_id=agent_id,
-                generation_id=f"{cause_id}/gen-{step}/{usage.generation}", prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens, mission_id=mission_id, task_id=task_id)
+    return emit(
+        cause_id,
+        f"tokens-{step}/{usage.generation}",
+        "TokensUsed",
+        usage.now_ms,
+        agent_id,
+        agent_id=agent_id,
+        generation_id=f"{cause_id}/gen-{step}/{usage.generation}",
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        mission_id=mission_id,
+        task_id=task_id,
+    )
 
 
 def _closing(run: Run, usage: Usage, name: str, **fields: object) -> Event:
     """The event that closes a run, with its totals."""
-    return _event(run, "closed", name, usage.now_ms, steps=run.step, prompt_tokens=run.prompt_tokens,
-                  completion_tokens=run.completion_tokens, latency_ms=usage.now_ms - run.started_ms, **fields)
+    return _event(
+        run,
+        "closed",
+        name,
+        usage.now_ms,
+        steps=run.step,
+        prompt_tokens=run.prompt_tokens,
+        completion_tokens=run.completion_tokens,
+        latency_ms=usage.now_ms - run.started_ms,
+        **fields,
+    )
 
 
 def _event(run: Run, suffix: str, name: str, now_ms: int, **fields: object) -> Event:
     """A task event of this run."""
     order = run.order
-    return emit(order.cause_id, suffix, name, now_ms, run.agent_id, mission_id=order.mission_id,
-                task_id=order.task_id, replica=order.replica, attempt=order.attempt, agent_id=run.agent_id, **fields)
+    return emit(
+        order.cause_id,
+        suffix,
+        name,
+        now_ms,
+        run.agent_id,
+        mission_id=order.mission_id,
+        task_id=order.task_id,
+        replica=order.replica,
+        attempt=order.attempt,
+        agent_id=run.agent_id,
+        **fields,
+    )

@@ -47,21 +47,38 @@ class AgentStore:
         # next event, once recovery has folded back in what closed after the checkpoint (all a redelivery needs).
         closed = {tuple(entry[:4]): entry[4] if len(entry) > 4 else 0 for entry in saved["closed"]}
         ballots = saved["ballots"]
-        state = AgentState(agent_id, frozenset(map(tuple, saved["started"])) - closed.keys(), closed,
-                           dict.fromkeys(ballots, 0) if isinstance(ballots, list) else ballots, saved["throttled"],
-                           saved.get("seen", 0))
-        return Checkpoint(state, saved["inbox"], _positions(saved["log"]), _positions(saved.get("control", {})),
-                          saved.get("cluster"))  # older checkpoints have neither
+        state = AgentState(
+            agent_id,
+            frozenset(map(tuple, saved["started"])) - closed.keys(),
+            closed,
+            dict.fromkeys(ballots, 0) if isinstance(ballots, list) else ballots,
+            saved["throttled"],
+            saved.get("seen", 0),
+        )
+        return Checkpoint(
+            state, saved["inbox"], _positions(saved["log"]), _positions(saved.get("control", {})), saved.get("cluster")
+        )  # older checkpoints have neither
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the checkpoint in one write batch."""
         state = checkpoint.state
         batch = WriteBatch()
-        batch.put(KEY, json.dumps({
-            "started": sorted(state.started), "closed": sorted([*key, at] for key, at in state.closed.items()),
-            "ballots": dict(state.ballots), "seen": state.seen_ms, "throttled": state.throttled,
-            "inbox": checkpoint.inbox, "log": checkpoint.log, "control": checkpoint.control, "cluster": checkpoint.cluster,
-        }))
+        batch.put(
+            KEY,
+            json.dumps(
+                {
+                    "started": sorted(state.started),
+                    "closed": sorted([*key, at] for key, at in state.closed.items()),
+                    "ballots": dict(state.ballots),
+                    "seen": state.seen_ms,
+                    "throttled": state.throttled,
+                    "inbox": checkpoint.inbox,
+                    "log": checkpoint.log,
+                    "control": checkpoint.control,
+                    "cluster": checkpoint.cluster,
+                }
+            ),
+        )
         self._db.write(batch)
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import tempfile
 import time
 import uuid
@@ -76,9 +77,23 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def assigned(mission_id: str, n: int, max_steps: int, offset: int = 0) -> Event:
     """The n-th TaskAssigned of a round to the bench agent, as the coordinator would write it; rounds rotate prompts."""
-    return stamp("TaskAssigned", producer="coordinator:region-0", correlation_id=mission_id, mission_id=mission_id,
-                 task_id=f"t{n}", replica=0, attempt=1, kind="WORK", agent_id=AGENT_ID, slot=SLOT, score=1.0,
-                 prompt=PROMPTS[(offset + n) % len(PROMPTS)], inputs={}, required_capabilities=[], max_steps=max_steps)
+    return stamp(
+        "TaskAssigned",
+        producer="coordinator:region-0",
+        correlation_id=mission_id,
+        mission_id=mission_id,
+        task_id=f"t{n}",
+        replica=0,
+        attempt=1,
+        kind="WORK",
+        agent_id=AGENT_ID,
+        slot=SLOT,
+        score=1.0,
+        prompt=PROMPTS[(offset + n) % len(PROMPTS)],
+        inputs={},
+        required_capabilities=[],
+        max_steps=max_steps,
+    )
 
 
 def first_step(event: Event) -> Run:
@@ -118,15 +133,16 @@ class Measured:
     idle: tuple[int, int] = (0, 0)  # the idle window before the first round, ms
 
 
-async def loop_round(settings: Settings, watch: Collector, round_: int, args: argparse.Namespace,
-                     measured: Measured) -> None:
+async def loop_round(
+    settings: Settings, watch: Collector, round_: int, args: argparse.Namespace, measured: Measured
+) -> None:
     """Give the running agent every task at once and wait until it closed them all."""
     mission_id = f"bench-{uuid.uuid4().hex[:8]}-r{round_}"
     async with EventProducer(settings, client_id="bench-coordinator") as producer:
         for n in range(args.tasks):
             event = assigned(mission_id, n, args.max_steps, round_ * args.tasks)
             await producer.send(INBOX_TOPIC, event, key=AGENT_ID, partition=SLOT)
-    closed = lambda: watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)  # noqa: E731
+    closed = lambda: watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)
     await watch.wait_for(lambda: len(closed()) >= args.tasks, args.timeout_s)
     started = min(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
     ended = max(millis(e.data["occurred_at"]) for e in closed())
@@ -134,11 +150,22 @@ async def loop_round(settings: Settings, watch: Collector, round_: int, args: ar
     measured.missions.append(mission_id)
 
 
-async def measure(settings: Settings, brain: Brain, args: argparse.Namespace,
-                  workdir: Path) -> tuple[Measured, Collector]:
+async def measure(
+    settings: Settings, brain: Brain, args: argparse.Namespace, workdir: Path
+) -> tuple[Measured, Collector]:
     """Idle first (jitter baseline), then rounds of raw and loop passes over the same prompts, ABBA."""
-    config = AgentConfig(agent_id=AGENT_ID, capabilities=("coding",), brain="llamacpp", model=None, gpu=None,
-                         node="bench", region="region-0", slot=SLOT, data_dir=workdir, heartbeat_s=args.heartbeat_s)
+    config = AgentConfig(
+        agent_id=AGENT_ID,
+        capabilities=("coding",),
+        brain="llamacpp",
+        model=None,
+        gpu=None,
+        node="bench",
+        region="region-0",
+        slot=SLOT,
+        data_dir=workdir,
+        heartbeat_s=args.heartbeat_s,
+    )
     measured = Measured()
     agent = Agent(config, settings, brain)
     async with agent_events(settings) as watch:
@@ -169,7 +196,7 @@ async def measure(settings: Settings, brain: Brain, args: argparse.Namespace,
 
 def jitter(beats: list[int], period_ms: float) -> tuple[int, float, float, float]:
     """Heartbeat intervals: how many, and |interval - period| p50, p99, max in ms."""
-    deviations = [abs(b - a - period_ms) for a, b in zip(beats, beats[1:], strict=False)]
+    deviations = [abs(b - a - period_ms) for a, b in itertools.pairwise(beats)]
     if not deviations:
         return 0, float("nan"), float("nan"), float("nan")
     return len(deviations), percentile(deviations, 50), percentile(deviations, 99), max(deviations)
@@ -178,7 +205,7 @@ def jitter(beats: list[int], period_ms: float) -> tuple[int, float, float, float
 def report(console: Console, measured: Measured, watch: Collector, args: argparse.Namespace) -> float:
     """The tables; returns the overhead in %."""
     missions = set(measured.missions)
-    mine = lambda *names: [e for e in watch.named(*names) if e.data.get("mission_id") in missions]  # noqa: E731
+    mine = lambda *names: [e for e in watch.named(*names) if e.data.get("mission_id") in missions]
     closed = mine("TaskCompleted", "TaskFailed")
     used = mine("TokensUsed")
     loop_tokens = sum(e.data["completion_tokens"] for e in used)
@@ -189,26 +216,39 @@ def report(console: Console, measured: Measured, watch: Collector, args: argpars
     per_task = [e.data["latency_ms"] for e in closed]
     raw_ms = [s * 1000 for s in measured.raw_seconds]
 
-    table = Table(title=f"llama.cpp SmolLM2-135M, {args.rounds} rounds × {args.tasks} tasks (max_steps="
-                        f"{args.max_steps}): raw brain vs the agent loop on Tansu + Redis")
+    table = Table(
+        title=f"llama.cpp SmolLM2-135M, {args.rounds} rounds × {args.tasks} tasks (max_steps="
+        f"{args.max_steps}): raw brain vs the agent loop on Tansu + Redis"
+    )
     for column in ("measure", "raw brain (baseline)", "agent loop", "loop / raw"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     table.add_row("generations", str(len(raw_ms)), str(len(used)), "")
     table.add_row("completion tokens", f"{sum(measured.raw_tokens):,}", f"{loop_tokens:,}", "")
     table.add_row("span, s", f"{raw_span_s:.1f}", f"{span_s:.1f}", f"{span_s / raw_span_s:.2f}x")
     table.add_row("completion tokens/s", f"{raw_rate:.1f}", f"{loop_rate:.1f}", f"{loop_rate / raw_rate:.2f}x")
-    table.add_row("per task p50, ms", f"{percentile(raw_ms, 50):,.0f}", f"{percentile(per_task, 50):,.0f}",
-                  f"{percentile(per_task, 50) / percentile(raw_ms, 50):.2f}x")
-    table.add_row("per task p99, ms", f"{percentile(raw_ms, 99):,.0f}", f"{percentile(per_task, 99):,.0f}",
-                  f"{percentile(per_task, 99) / percentile(raw_ms, 99):.2f}x")
+    table.add_row(
+        "per task p50, ms",
+        f"{percentile(raw_ms, 50):,.0f}",
+        f"{percentile(per_task, 50):,.0f}",
+        f"{percentile(per_task, 50) / percentile(raw_ms, 50):.2f}x",
+    )
+    table.add_row(
+        "per task p99, ms",
+        f"{percentile(raw_ms, 99):,.0f}",
+        f"{percentile(per_task, 99):,.0f}",
+        f"{percentile(per_task, 99) / percentile(raw_ms, 99):.2f}x",
+    )
     latency = {(e.data["mission_id"], e.data["task_id"]): e.data["latency_ms"] for e in closed}
-    paired = [latency[mission_id, f"t{n}"] / raw_ms[round_ * args.tasks + n]
-              for round_, mission_id in enumerate(measured.missions) for n in range(args.tasks)]
+    paired = [
+        latency[mission_id, f"t{n}"] / raw_ms[round_ * args.tasks + n]
+        for round_, mission_id in enumerate(measured.missions)
+        for n in range(args.tasks)
+    ]
     table.add_row("same prompt: loop task / raw generation, p50", "", "", f"{percentile(paired, 50):.2f}x")
     by_round = []
     for round_, (mission_id, (start, end)) in enumerate(zip(measured.missions, measured.loop_spans, strict=True)):
         tokens = sum(e.data["completion_tokens"] for e in used if e.data["mission_id"] == mission_id)
-        raw_tokens = sum(measured.raw_tokens[round_ * args.tasks:(round_ + 1) * args.tasks])
+        raw_tokens = sum(measured.raw_tokens[round_ * args.tasks : (round_ + 1) * args.tasks])
         by_round.append((tokens / (end - start) * 1000) / (raw_tokens / measured.raw_spans[round_]))
     table.add_row("loop / raw tokens/s, each round", "", "", " ".join(f"{r:.2f}" for r in by_round))
     outside = span_s - sum(per_task) / 1000
@@ -218,32 +258,42 @@ def report(console: Console, measured: Measured, watch: Collector, args: argpars
     gaps = []
     for mission_id in measured.missions:
         started = sorted(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
-        ended = sorted(millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed",
-                                                                          mission_id=mission_id))
+        ended = sorted(
+            millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)
+        )
         gaps += [b - a for a, b in zip(ended, started[1:], strict=False)]
-    console.print(f"between tasks (TaskCompleted → next TaskStarted): p50 {percentile(gaps, 50)} ms, "
-                  f"max {max(gaps)} ms; {sum(e.name == 'TaskFailed' for e in closed)} of {len(closed)} tasks failed")
+    console.print(
+        f"between tasks (TaskCompleted → next TaskStarted): p50 {percentile(gaps, 50)} ms, "
+        f"max {max(gaps)} ms; {sum(e.name == 'TaskFailed' for e in closed)} of {len(closed)} tasks failed"
+    )
 
     beats = sorted(millis(e.data["occurred_at"]) for e in watch.named("AgentHeartbeat"))
     period = args.heartbeat_s * 1000
-    within = lambda window: [b for b in beats if window[0] <= b <= window[1]]  # noqa: E731
+    within = lambda window: [b for b in beats if window[0] <= b <= window[1]]
     table = Table(title=f"heartbeat jitter: |interval - {period:.0f} ms| between AgentHeartbeat occurred_at")
     for column in ("while", "intervals", "p50 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="left" if column == "while" else "right")
-    series = {"idle (baseline)": [intervals(within(measured.idle))],
-              "generating (loop rounds)": [intervals(within(span)) for span in measured.loop_spans]}
+    series = {
+        "idle (baseline)": [intervals(within(measured.idle))],
+        "generating (loop rounds)": [intervals(within(span)) for span in measured.loop_spans],
+    }
     for label, parts in series.items():
         deviations = [abs(gap - period) for part in parts for gap in part]
         if deviations:
-            table.add_row(label, str(len(deviations)), f"{percentile(deviations, 50):.0f}",
-                          f"{percentile(deviations, 99):.0f}", f"{max(deviations):.0f}")
+            table.add_row(
+                label,
+                str(len(deviations)),
+                f"{percentile(deviations, 50):.0f}",
+                f"{percentile(deviations, 99):.0f}",
+                f"{max(deviations):.0f}",
+            )
     console.print(table)
     return overhead
 
 
 def intervals(beats: list[int]) -> list[int]:
     """The gaps between consecutive heartbeats, ms."""
-    return [b - a for a, b in zip(beats, beats[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(beats)]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -253,12 +303,17 @@ async def main(args: argparse.Namespace) -> None:
     try:
         warm = first_step(assigned("warm", len(PROMPTS) - 1, args.max_steps))
         await brain.generate(warm.prompt(), warm.schema, args.max_tokens)  # load pages and grammar machinery once
-        with (open_broker(Settings(broker="tansu")) as broker, open_redis(Settings()) as redis,
-              tempfile.TemporaryDirectory() as tmp):
+        with (
+            open_broker(Settings(broker="tansu")) as broker,
+            open_redis(Settings()) as redis,
+            tempfile.TemporaryDirectory() as tmp,
+        ):
             settings = Settings(broker="tansu").with_services(bootstrap=broker.bootstrap, redis_url=redis.url)
             await ensure_topics(settings)
-            console.print(f"Tansu at {broker.bootstrap}, Redis at {redis.url}; {args.rounds} rounds of "
-                          f"{args.tasks} raw generations and {args.tasks} agent tasks")
+            console.print(
+                f"Tansu at {broker.bootstrap}, Redis at {redis.url}; {args.rounds} rounds of "
+                f"{args.tasks} raw generations and {args.tasks} agent tasks"
+            )
             measured, watch = await measure(settings, brain, args, Path(tmp))
     finally:
         brain.close()
@@ -270,8 +325,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=4, help="tasks per round (raw: generations per round)")
     parser.add_argument("--rounds", type=int, default=4, help="raw/loop rounds, alternating which side goes first")
-    parser.add_argument("--max-steps", type=int, default=1, help="steps per task (1: one generation each, "
-                                                                  "so raw and loop do the same work)")
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=1,
+        help="steps per task (1: one generation each, so raw and loop do the same work)",
+    )
     parser.add_argument("--max-tokens", type=int, default=AgentConfig.max_tokens, help="per generation")
     parser.add_argument("--heartbeat-s", type=float, default=AgentConfig.heartbeat_s, help="heartbeat period")
     parser.add_argument("--idle-s", type=float, default=10.0, help="idle time before the tasks (jitter baseline)")

@@ -12,7 +12,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import avro.io
@@ -26,7 +26,7 @@ from swarmlog.schemas.catalog import SchemaVersion, default_catalog
 from swarmlog.schemas.codec import MAGIC, Codec, default_codec
 from swarmlog.schemas.events import Event
 
-EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 Apache = tuple[bytes, avro.io.DatumWriter, avro.io.DatumReader]  # header, writer, reader of one record
 
 
@@ -52,7 +52,13 @@ class Sampler:
             return {f"{field}-{i}": self.value(schema["values"], field) for i in range(2)}
         if kind == "enum":
             return schema["symbols"][0]
-        scalars = {"string": f"{field}-{n}", "int": n % 100 + 1, "long": n + 1000, "boolean": True, "bytes": b"\x01" * 16}
+        scalars = {
+            "string": f"{field}-{n}",
+            "int": n % 100 + 1,
+            "long": n + 1000,
+            "boolean": True,
+            "bytes": b"\x01" * 16,
+        }
         return (scalars | {"float": 0.25, "double": 0.5})[kind]
 
 
@@ -121,11 +127,11 @@ def main() -> None:
 
     fast = {
         "encode": rate(fastavro_encode, pairs, iterations),
-        "decode": rate(fastavro_decode, [(v, p) for (v, _), p in zip(pairs, payloads)], iterations),
+        "decode": rate(fastavro_decode, [(v, p) for (v, _), p in zip(pairs, payloads, strict=False)], iterations),
     }
     slow = {
-        "encode": rate(apache_encode, [(a, r) for a, (_, r) in zip(apaches, pairs)], iterations),
-        "decode": rate(apache_decode, list(zip(apaches, payloads)), iterations),
+        "encode": rate(apache_encode, [(a, r) for a, (_, r) in zip(apaches, pairs, strict=False)], iterations),
+        "decode": rate(apache_decode, list(zip(apaches, payloads, strict=False)), iterations),
     }
     ours = {
         "encode": rate(lambda event, _: codec.encode(event), events, iterations),
@@ -140,8 +146,15 @@ def main() -> None:
         measured["encode + decode"] = 1 / (1 / measured["encode"] + 1 / measured["decode"])
 
     table = Table(title=f"{len(pairs)} event types x {iterations} iterations, single-object framing, one core")
-    for column in ("direction", "fastavro ev/s", "Apache avro ev/s", "fastavro / Apache", "swarmlog codec ev/s",
-                   "swarmlog / fastavro", "swarmlog, Python readers ev/s"):
+    for column in (
+        "direction",
+        "fastavro ev/s",
+        "Apache avro ev/s",
+        "fastavro / Apache",
+        "swarmlog codec ev/s",
+        "swarmlog / fastavro",
+        "swarmlog, Python readers ev/s",
+    ):
         table.add_column(column, justify="left" if column == "direction" else "right")
     for direction in ("encode", "decode", "encode + decode"):
         table.add_row(
@@ -154,8 +167,10 @@ def main() -> None:
             f"{pure[direction]:,.0f}",
         )
     Console(width=140).print(table)
-    Console().print("swarmlog codec = fastavro + schema validation + invariants on encode; on decode the readers "
-                    "generated per schema (compiled, or in Python) + invariants, fastavro for older versions")
+    Console().print(
+        "swarmlog codec = fastavro + schema validation + invariants on encode; on decode the readers "
+        "generated per schema (compiled, or in Python) + invariants, fastavro for older versions"
+    )
 
 
 if __name__ == "__main__":

@@ -38,11 +38,11 @@ from rich.table import Table
 from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.shell import Agent, AgentConfig
 from swarmlog.coordinator.shell.recovery import JOURNAL
-from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
 from swarmlog.services import open_broker
@@ -100,8 +100,12 @@ async def floor(bootstrap: str, count: int) -> list[float]:
 def bench_settings(bootstrap: str, agents: int) -> Settings:
     """A region for every region of RUNS, and an inbox partition for every agent of every region."""
     regions = len({region for names in RUNS.values() for region in names})
-    return Settings(broker="kafka", bootstrap=bootstrap, regions=regions,
-                    inbox_partitions=max(Settings().inbox_partitions, regions * agents))
+    return Settings(
+        broker="kafka",
+        bootstrap=bootstrap,
+        regions=regions,
+        inbox_partitions=max(Settings().inbox_partitions, regions * agents),
+    )
 
 
 def task_starts(settings: Settings) -> Collector:
@@ -111,8 +115,9 @@ def task_starts(settings: Settings) -> Collector:
 
 async def started_at(observer: Collector, mission_id: str, tasks: int, timeout_s: float = 120) -> dict[str, int]:
     """TaskStarted occurred_at per task of a mission, once `tasks` of them have started."""
-    by_task = lambda: {e.data["task_id"]: millis(e.data["occurred_at"])  # noqa: E731
-                       for e in observer.named("TaskStarted", mission_id=mission_id)}
+    by_task = lambda: {
+        e.data["task_id"]: millis(e.data["occurred_at"]) for e in observer.named("TaskStarted", mission_id=mission_id)
+    }
     await observer.wait_for(lambda: len(by_task()) >= tasks, timeout_s)
     return by_task()
 
@@ -133,11 +138,28 @@ async def journal(settings: Settings, region: str) -> list[Event]:
 async def submit(producer: EventProducer, region: str, capability: str, tasks: int) -> tuple[str, int]:
     """Submit a mission of `tasks` independent tasks; its id and MissionSubmitted occurred_at."""
     mission_id = f"bench-{uuid.uuid4().hex[:10]}"
-    specs = [{"task_id": f"t{i}", "prompt": f"do t{i}", "required_capabilities": [capability], "depends_on": [],
-              "replicas": 1, "max_steps": 2} for i in range(tasks)]
-    event = stamp("MissionSubmitted", producer="bench", correlation_id=mission_id, mission_id=mission_id,
-                  title=mission_id, region=region, tasks=specs,
-                  consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5}, submitted_by="bench")
+    specs = [
+        {
+            "task_id": f"t{i}",
+            "prompt": f"do t{i}",
+            "required_capabilities": [capability],
+            "depends_on": [],
+            "replicas": 1,
+            "max_steps": 2,
+        }
+        for i in range(tasks)
+    ]
+    event = stamp(
+        "MissionSubmitted",
+        producer="bench",
+        correlation_id=mission_id,
+        mission_id=mission_id,
+        title=mission_id,
+        region=region,
+        tasks=specs,
+        consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+        submitted_by="bench",
+    )
     await producer.send("swarm.missions", event, key=mission_id)
     return mission_id, event.data["occurred_at"]
 
@@ -152,14 +174,16 @@ class RegionResult:
     assignments_per_s: float
 
 
-async def enlisted(settings: Settings, region: str, running: dict[str, asyncio.Task[None]],
-                   process: subprocess.Popen, workdir: Path) -> float:
+async def enlisted(
+    settings: Settings, region: str, running: dict[str, asyncio.Task[None]], process: subprocess.Popen, workdir: Path
+) -> float:
     """Seconds until every running agent is enlisted in the region's journal; fails as soon as one of them or the
     coordinator stops."""
     started = time.monotonic()
     async with asyncio.timeout(ENLIST_TIMEOUT_S):
-        while not running.keys() <= {e.data["agent_id"] for e in await journal(settings, region)
-                                     if e.name == "AgentEnlisted"}:
+        while not running.keys() <= {
+            e.data["agent_id"] for e in await journal(settings, region) if e.name == "AgentEnlisted"
+        }:
             assert process.poll() is None, f"coordinator {region} exited; see {workdir}"
             for agent_id, task in running.items():
                 if task.done():
@@ -175,16 +199,46 @@ async def region_up(settings: Settings, region: str, agents: int, workdir: Path)
     capability = f"bench-{region}-{uuid.uuid4().hex[:6]}"
     first_slot = settings.region_names.index(region) * agents
     with (workdir / f"coordinator-{region}.log").open("ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "swarmlog", "coordinator", "--region", region,
-                                    "--bootstrap", settings.bootstrap, "--data-dir", str(workdir / "coordinator")],
-                                   env={**os.environ, "SWARMLOG_BROKER": "kafka",
-                                        "SWARMLOG_REGIONS": str(settings.regions),
-                                        "SWARMLOG_INBOX_PARTITIONS": str(settings.inbox_partitions)},
-                                   stdout=log, stderr=subprocess.STDOUT)
-    crew = {f"{capability}-{n}": Agent(AgentConfig(agent_id=f"{capability}-{n}", capabilities=(capability,),
-                                                   brain="scripted", model=None, gpu=None, node="bench", region=region,
-                                                   slot=first_slot + n, data_dir=workdir / "agents"),
-                                       settings, ScriptedBrain()) for n in range(agents)}
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "swarmlog",
+                "coordinator",
+                "--region",
+                region,
+                "--bootstrap",
+                settings.bootstrap,
+                "--data-dir",
+                str(workdir / "coordinator"),
+            ],
+            env={
+                **os.environ,
+                "SWARMLOG_BROKER": "kafka",
+                "SWARMLOG_REGIONS": str(settings.regions),
+                "SWARMLOG_INBOX_PARTITIONS": str(settings.inbox_partitions),
+            },
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    crew = {
+        f"{capability}-{n}": Agent(
+            AgentConfig(
+                agent_id=f"{capability}-{n}",
+                capabilities=(capability,),
+                brain="scripted",
+                model=None,
+                gpu=None,
+                node="bench",
+                region=region,
+                slot=first_slot + n,
+                data_dir=workdir / "agents",
+            ),
+            settings,
+            ScriptedBrain(),
+        )
+        for n in range(agents)
+    }
     running = {agent_id: asyncio.create_task(agent.run()) for agent_id, agent in crew.items()}
     try:
         yield capability, await enlisted(settings, region, running, process, workdir)
@@ -214,8 +268,9 @@ async def loop_lag() -> AsyncIterator[list[float]]:
         sampler.cancel()
 
 
-async def measure_region(settings: Settings, observer: Collector, region: str, capability: str, enlist_s: float,
-                         missions: int, burst: int) -> RegionResult:
+async def measure_region(
+    settings: Settings, observer: Collector, region: str, capability: str, enlist_s: float, missions: int, burst: int
+) -> RegionResult:
     """Serial one-task missions, then one burst mission, in one region."""
     serial = []
     async with EventProducer(settings, client_id=f"bench-client-{region}") as producer:
@@ -226,30 +281,40 @@ async def measure_region(settings: Settings, observer: Collector, region: str, c
                 serial.append(started["t0"] - submitted)
         mission_id, submitted = await submit(producer, region, capability, burst)
         started = await started_at(observer, mission_id, burst, timeout_s=300)
-    assigned = sorted(millis(e.data["occurred_at"]) for e in await journal(settings, region)
-                      if e.name == "TaskAssigned" and e.data["mission_id"] == mission_id)
+    assigned = sorted(
+        millis(e.data["occurred_at"])
+        for e in await journal(settings, region)
+        if e.name == "TaskAssigned" and e.data["mission_id"] == mission_id
+    )
     span_s = max(assigned[-1] - assigned[0], 1) / 1000
     return RegionResult(enlist_s, serial, [at - submitted for at in started.values()], (len(assigned) - 1) / span_s)
 
 
-async def measure(settings: Settings, regions: tuple[str, ...], agents: int, missions: int, burst: int,
-                  workdir: Path) -> tuple[list[RegionResult], float]:
+async def measure(
+    settings: Settings, regions: tuple[str, ...], agents: int, missions: int, burst: int, workdir: Path
+) -> tuple[list[RegionResult], float]:
     """Run the regions side by side; one result each, and the event loop's p99 lag while they measured."""
     async with contextlib.AsyncExitStack() as stack:
         observer = await stack.enter_async_context(task_starts(settings))
         ups = [await stack.enter_async_context(region_up(settings, region, agents, workdir)) for region in regions]
         async with loop_lag() as lags:
-            results = await asyncio.gather(*(measure_region(settings, observer, region, capability, enlist_s, missions,
-                                                            burst)
-                                             for region, (capability, enlist_s) in zip(regions, ups, strict=True)))
+            results = await asyncio.gather(
+                *(
+                    measure_region(settings, observer, region, capability, enlist_s, missions, burst)
+                    for region, (capability, enlist_s) in zip(regions, ups, strict=True)
+                )
+            )
         return list(results), percentile(lags, 99)
 
 
-def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], lag_ms: dict[str, float],
-          args: argparse.Namespace) -> Table:
+def table(
+    floor_ms: list[float], runs: dict[str, list[RegionResult]], lag_ms: dict[str, float], args: argparse.Namespace
+) -> Table:
     """Latency percentiles and assignment rates, each run next to the floor."""
-    result = Table(title=f"coordinator on Apache Kafka: {args.agents} scripted agents (0 ms) per region, "
-                         f"{args.missions} one-task missions, then a {args.burst}-task burst")
+    result = Table(
+        title=f"coordinator on Apache Kafka: {args.agents} scripted agents (0 ms) per region, "
+        f"{args.missions} one-task missions, then a {args.burst}-task burst"
+    )
     result.add_column("measure")
     result.add_column("raw aiokafka (floor)", justify="right")
     for name in runs:
@@ -263,19 +328,31 @@ def table(floor_ms: list[float], runs: dict[str, list[RegionResult]], lag_ms: di
             cells += [f"{value:.0f}", f"{value / base:.1f}x"]
         result.add_row(label, f"{base:.1f}", *cells)
     for label, key in (("burst submit → start p50, ms", 50), ("burst submit → start p99, ms", 99)):
-        add_row(result, label, runs, lambda results: f"{percentile([v for r in results for v in r.burst], key):.0f}")
-    add_row(result, "assignments/s per region", runs,
-            lambda results: " / ".join(f"{r.assignments_per_s:.0f}" for r in results))
-    add_row(result, "assignments/s, all regions", runs,
-            lambda results: f"{sum(r.assignments_per_s for r in results):.0f}")
-    add_row(result, "all agents enlisted after, s", runs,
-            lambda results: " / ".join(f"{r.enlist_s:.1f}" for r in results))
+        add_row(
+            result,
+            label,
+            runs,
+            lambda results, key=key: f"{percentile([v for r in results for v in r.burst], key):.0f}",
+        )
+    add_row(
+        result,
+        "assignments/s per region",
+        runs,
+        lambda results: " / ".join(f"{r.assignments_per_s:.0f}" for r in results),
+    )
+    add_row(
+        result, "assignments/s, all regions", runs, lambda results: f"{sum(r.assignments_per_s for r in results):.0f}"
+    )
+    add_row(
+        result, "all agents enlisted after, s", runs, lambda results: " / ".join(f"{r.enlist_s:.1f}" for r in results)
+    )
     result.add_row("bench event-loop lag p99, ms", "", *(text for name in runs for text in (f"{lag_ms[name]:.0f}", "")))
     return result
 
 
-def add_row(result: Table, label: str, runs: dict[str, list[RegionResult]],
-            cell: Callable[[list[RegionResult]], str]) -> None:
+def add_row(
+    result: Table, label: str, runs: dict[str, list[RegionResult]], cell: Callable[[list[RegionResult]], str]
+) -> None:
     """A row with no floor: one cell per run, from its regions' results."""
     result.add_row(label, "", *(text for results in runs.values() for text in (cell(results), "")))
 
@@ -291,8 +368,9 @@ async def main(args: argparse.Namespace) -> None:
         for name, regions in RUNS.items():
             console.print(f"{name}: {', '.join(regions)}")
             started = now_ms()
-            runs[name], lag_ms[name] = await measure(settings, regions, args.agents, args.missions, args.burst,
-                                                     Path(tmp))
+            runs[name], lag_ms[name] = await measure(
+                settings, regions, args.agents, args.missions, args.burst, Path(tmp)
+            )
             console.print(f"  done in {(now_ms() - started) / 1000:.0f} s")
         console.print(table(floor_ms, runs, lag_ms, args))
         console.print(f"floor p50 {statistics.median(floor_ms):.1f} ms over {len(floor_ms)} round trips")

@@ -41,8 +41,14 @@ def code_of(text: str) -> str:
 def slugify_works(text: str) -> bool:
     """Whether the answer's code defines a slugify that lowercases and joins words with dashes."""
     try:
-        run = subprocess.run([sys.executable, "-c", CHECK_SLUGIFY], input=code_of(text), text=True,
-                             capture_output=True, timeout=10, check=False)
+        run = subprocess.run(
+            [sys.executable, "-c", CHECK_SLUGIFY],
+            input=code_of(text),
+            text=True,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return False
     return run.returncode == 0
@@ -59,14 +65,18 @@ async def one_mission(brain: LlamaCppBrain) -> tuple[dict[str, bool], dict[str, 
         generation = await brain.generate(prompt, schema, 428)
         seconds += time.monotonic() - started
         tokens += generation.completion_tokens
-        action = parse_action(generation.text, tuple(option["properties"]["action"]["const"]
-                                                    for option in schema["oneOf"]), _candidates(schema))
+        action = parse_action(
+            generation.text,
+            tuple(option["properties"]["action"]["const"] for option in schema["oneOf"]),
+            _candidates(schema),
+        )
         return action if isinstance(action, Action) else None
 
     schema = action_schema(("answer",))
     for stage, inputs in (("generate", {}), ("review", {"generate": "generate"}), ("test", {"review": "review"})):
-        action = await ask(task_prompt(TASKS[stage], {name: answers.get(source, "") for name, source
-                                                      in inputs.items()}), schema)
+        action = await ask(
+            task_prompt(TASKS[stage], {name: answers.get(source, "") for name, source in inputs.items()}), schema
+        )
         answers[stage] = action.content if action else ""
     ballot = {"test/0": answers["test"], "test/1": answers["generate"]}
     vote = await ask(vote_prompt(ballot), action_schema((VOTE,), tuple(ballot)))
@@ -96,9 +106,16 @@ async def main() -> None:
     args = parser.parse_args()
     models = {"smollm2-135m (baseline)": default_model()} | dict(item.split("=", 1) for item in args.model)
     console = Console(width=200)
-    table = Table("model", "file MB", "checks passed", *[f"{name}" for name in
-                  ("slugify runs", "review names it", "test names it", "vote valid", "ship or hold")],
-                  "completion tok/s", "s per mission", "× baseline time", title="The demo's tasks, per model")
+    table = Table(
+        "model",
+        "file MB",
+        "checks passed",
+        *[f"{name}" for name in ("slugify runs", "review names it", "test names it", "vote valid", "ship or hold")],
+        "completion tok/s",
+        "s per mission",
+        "× baseline time",
+        title="The demo's tasks, per model",
+    )
     baseline_s = None
     for name, path in models.items():
         passed: dict[str, int] = {}
@@ -115,9 +132,15 @@ async def main() -> None:
         per_mission = seconds / args.rounds
         baseline_s = baseline_s or per_mission
         total = sum(passed.values())
-        table.add_row(name, f"{Path(path).stat().st_size / 1e6:.0f}", f"{total}/{5 * args.rounds}",
-                      *[f"{passed[check]}/{args.rounds}" for check in passed], f"{tokens / seconds:.0f}",
-                      f"{per_mission:.1f}", f"{per_mission / baseline_s:.2f}")
+        table.add_row(
+            name,
+            f"{Path(path).stat().st_size / 1e6:.0f}",
+            f"{total}/{5 * args.rounds}",
+            *[f"{passed[check]}/{args.rounds}" for check in passed],
+            f"{tokens / seconds:.0f}",
+            f"{per_mission:.1f}",
+            f"{per_mission / baseline_s:.2f}",
+        )
     console.print(table)
 
 

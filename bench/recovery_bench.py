@@ -62,9 +62,21 @@ class Workload:
     def events(self) -> Iterator[list[Event]]:
         """The journal in batches, `state` being their fold after each: agents enlisting, then one mission a second
         (with the tick after it), forever."""
-        yield [event for index in range(AGENTS) for event in self._send(
-            "AgentRegistered", agent_id=f"a{index}", capabilities=["work", "decision_making"], model="scripted",
-            brain="scripted", node="bench", gpu=None, region=self.config.region, slot=index)]
+        yield [
+            event
+            for index in range(AGENTS)
+            for event in self._send(
+                "AgentRegistered",
+                agent_id=f"a{index}",
+                capabilities=["work", "decision_making"],
+                model="scripted",
+                brain="scripted",
+                node="bench",
+                gpu=None,
+                region=self.config.region,
+                slot=index,
+            )
+        ]
         for number in range(1 << 62):
             batch = self._mission(f"m{number}")
             self.now_ms += MISSION_EVERY_MS
@@ -72,9 +84,14 @@ class Workload:
 
     def _mission(self, mission_id: str) -> list[Event]:
         """Submit a two-task mission and answer every task and ballot it sends until it completes."""
-        pending = self._send("MissionSubmitted", mission_id=mission_id, title=mission_id, region=self.config.region,
-                             tasks=[{"task_id": t, "prompt": "p", "required_capabilities": ["work"]} for t in ("a", "b")],
-                             submitted_by="bench")
+        pending = self._send(
+            "MissionSubmitted",
+            mission_id=mission_id,
+            title=mission_id,
+            region=self.config.region,
+            tasks=[{"task_id": t, "prompt": "p", "required_capabilities": ["work"]} for t in ("a", "b")],
+            submitted_by="bench",
+        )
         journal: list[Event] = []
         while pending:
             event = pending.pop(0)
@@ -87,21 +104,46 @@ class Workload:
         data = event.data
         if event.name == "TaskAssigned":
             about = {key: data[key] for key in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
-            return [*self._send("TaskStarted", **about, ground_truth_version=None),
-                    *self._send("TaskCompleted", **about, output=f"{data['task_id']} done", steps=1, prompt_tokens=3,
-                                completion_tokens=2, latency_ms=5)]
+            return [
+                *self._send("TaskStarted", **about, ground_truth_version=None),
+                *self._send(
+                    "TaskCompleted",
+                    **about,
+                    output=f"{data['task_id']} done",
+                    steps=1,
+                    prompt_tokens=3,
+                    completion_tokens=2,
+                    latency_ms=5,
+                ),
+            ]
         if event.name == "VoteRequested":
-            return list(self._send("VoteCast", mission_id=data["mission_id"], ballot_id=data["ballot_id"],
-                                   voter_agent_id=data["voter_agent_id"],
-                                   candidate_id=data["candidates"][0]["candidate_id"], confidence=1.0, reason=None))
+            return list(
+                self._send(
+                    "VoteCast",
+                    mission_id=data["mission_id"],
+                    ballot_id=data["ballot_id"],
+                    voter_agent_id=data["voter_agent_id"],
+                    candidate_id=data["candidates"][0]["candidate_id"],
+                    confidence=1.0,
+                    reason=None,
+                )
+            )
         return []
 
     def _send(self, name: str, **fields: Any) -> list[Event]:
         """Decide on an input event written by someone else at the simulated now."""
         self.inputs += 1
-        event = Event(name, {"event_id": f"in-{self.inputs}", "occurred_at": from_millis(self.now_ms),
-                             "correlation_id": fields.get("mission_id"), "causation_id": None, "producer": "bench",
-                             **fields})
+        event = Event(
+            name,
+            {
+                "event_id": f"in-{self.inputs}",
+                "occurred_at": from_millis(self.now_ms),
+                "correlation_id": fields.get("mission_id"),
+                "causation_id": None,
+                "producer": "bench",
+                **fields,
+            },
+        )
         return self._apply(Receive(event, self.now_ms))
 
     def _apply(self, command: Receive | Tick) -> list[Event]:
@@ -145,8 +187,9 @@ async def write(bootstrap: str, partition: int, batches: Iterator[list[Event]], 
     return written
 
 
-async def recovered(settings: Settings, partition: int, empty: State, snapshot: snapshots.Folded | None
-                    ) -> tuple[snapshots.Folded, float]:
+async def recovered(
+    settings: Settings, partition: int, empty: State, snapshot: snapshots.Folded | None
+) -> tuple[snapshots.Folded, float]:
     """The journal partition recovered (from `snapshot` when given), and the seconds it took."""
     consumer = reader(settings, "bench-recovery", transactional=False)
     await consumer.start()
@@ -158,8 +201,9 @@ async def recovered(settings: Settings, partition: int, empty: State, snapshot: 
         await consumer.stop()
 
 
-async def measure(settings: Settings, partition: int, size: int, repeat: int, data_dir: Path,
-                  console: Console) -> Result:
+async def measure(
+    settings: Settings, partition: int, size: int, repeat: int, data_dir: Path, console: Console
+) -> Result:
     """Write a journal of `size` events, snapshot it near its end, and time both recoveries."""
     config = Config(settings.region_names[partition], settings.region_names)
     workload = Workload(config)
@@ -171,27 +215,52 @@ async def measure(settings: Settings, partition: int, size: int, repeat: int, da
     snapshot, whole_s = await recovered(settings, partition, initial(config), None)
     snapshots.save(data_dir / config.region, snapshot)
     size = head + await write(settings.bootstrap or "", partition, events, SNAPSHOT_EVERY_EVENTS // 2)
-    tail = [(await recovered(settings, partition, initial(config), snapshots.load(data_dir / config.region)))
-            for _ in range(repeat)]
+    tail = [
+        (await recovered(settings, partition, initial(config), snapshots.load(data_dir / config.region)))
+        for _ in range(repeat)
+    ]
     folded = tail[-1][0]
     assert folded.offset == size - 1 and folded.state == workload.state, "recovery must give the state decided"
-    console.print(f"  {size:,}: whole journal {whole_s:.1f} s, snapshot + tail {statistics.median(s for _, s in tail):.3f} s")
-    return Result(size, [s for _, s in tail], whole_s, len(folded.state.missions), len(folded.state.retired),
-                  len(pickle.dumps(folded)))
+    console.print(
+        f"  {size:,}: whole journal {whole_s:.1f} s, snapshot + tail {statistics.median(s for _, s in tail):.3f} s"
+    )
+    return Result(
+        size,
+        [s for _, s in tail],
+        whole_s,
+        len(folded.state.missions),
+        len(folded.state.retired),
+        len(pickle.dumps(folded)),
+    )
 
 
 def table(results: list[Result]) -> Table:
     """Recovery per journal size, each against the smallest size measured in the same run."""
     base = results[0]
     out = Table(title="coordinator recovery on Apache Kafka (median of the runs; ratio against the smallest journal)")
-    for column in ("journal events", "snapshot + tail s", "ratio", "whole journal s*", "ratio", "missions held",
-                   "retired ids", "snapshot bytes"):
+    for column in (
+        "journal events",
+        "snapshot + tail s",
+        "ratio",
+        "whole journal s*",
+        "ratio",
+        "missions held",
+        "retired ids",
+        "snapshot bytes",
+    ):
         out.add_column(column, justify="right")
     for result in results:
         tail = statistics.median(result.from_snapshot_s)
-        out.add_row(f"{result.events:,}", f"{tail:.3f}", f"{tail / statistics.median(base.from_snapshot_s):.2f}x",
-                    f"{result.whole_s:.2f}", f"{result.whole_s / base.whole_s:.1f}x", f"{result.missions:,}",
-                    f"{result.retired:,}", f"{result.snapshot_bytes:,}")
+        out.add_row(
+            f"{result.events:,}",
+            f"{tail:.3f}",
+            f"{tail / statistics.median(base.from_snapshot_s):.2f}x",
+            f"{result.whole_s:.2f}",
+            f"{result.whole_s / base.whole_s:.1f}x",
+            f"{result.missions:,}",
+            f"{result.retired:,}",
+            f"{result.snapshot_bytes:,}",
+        )
     return out
 
 
@@ -202,14 +271,18 @@ async def main(args: argparse.Namespace) -> None:
         settings = Settings(broker="kafka", bootstrap=broker.bootstrap, regions=len(sizes))
         await ensure_topics(settings)
         console.print(f"Apache Kafka at {broker.bootstrap}; journals of {', '.join(f'{s:,}' for s in sizes)} events")
-        results = [await measure(settings, partition, size, args.repeat, Path(tmp), console)
-                   for partition, size in enumerate(sizes)]
+        results = [
+            await measure(settings, partition, size, args.repeat, Path(tmp), console)
+            for partition, size in enumerate(sizes)
+        ]
     console.print(table(results))
     console.print(f"* to the snapshot, {SNAPSHOT_EVERY_EVENTS // 2} events before the end; one run")
     flat = statistics.median(results[-1].from_snapshot_s) / statistics.median(results[0].from_snapshot_s)
     smallest, largest = results[0].events, results[-1].events
-    console.print(f"flat (snapshot + tail at {largest:,} events within 2x of {smallest:,}): "
-                  f"{'yes' if flat <= 2 else 'NO'} ({flat:.2f}x)")
+    console.print(
+        f"flat (snapshot + tail at {largest:,} events within 2x of {smallest:,}): "
+        f"{'yes' if flat <= 2 else 'NO'} ({flat:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -42,23 +42,71 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
     """`count` (topic, event) pairs: 6 heartbeats, 3 usages and a wait started or ended in every 10."""
     for n in range(count):
         agent, at, kind = f"agent-{n % AGENTS}", T0 + n, n % 10
-        envelope = {"event_id": f"e-{n}", "occurred_at": at, "correlation_id": None, "causation_id": None,
-                    "producer": "bench"}
+        envelope = {
+            "event_id": f"e-{n}",
+            "occurred_at": at,
+            "correlation_id": None,
+            "causation_id": None,
+            "producer": "bench",
+        }
         if n < AGENTS:
-            yield "swarm.agents.registry", Event("AgentRegistered", {
-                **envelope, "agent_id": agent, "capabilities": ["code"], "model": "m", "brain": "scripted",
-                "node": "n", "gpu": None, "region": "region-0", "slot": n})
+            yield (
+                "swarm.agents.registry",
+                Event(
+                    "AgentRegistered",
+                    {
+                        **envelope,
+                        "agent_id": agent,
+                        "capabilities": ["code"],
+                        "model": "m",
+                        "brain": "scripted",
+                        "node": "n",
+                        "gpu": None,
+                        "region": "region-0",
+                        "slot": n,
+                    },
+                ),
+            )
         elif kind < 6:
-            yield "swarm.agents.heartbeats", Event("AgentHeartbeat", {
-                **envelope, "agent_id": agent, "registration_id": f"e-{n % AGENTS}", "sequence": n, "status": "BUSY",
-                "in_flight_task": None, "region": "region-0", "slot": n % AGENTS})
+            yield (
+                "swarm.agents.heartbeats",
+                Event(
+                    "AgentHeartbeat",
+                    {
+                        **envelope,
+                        "agent_id": agent,
+                        "registration_id": f"e-{n % AGENTS}",
+                        "sequence": n,
+                        "status": "BUSY",
+                        "in_flight_task": None,
+                        "region": "region-0",
+                        "slot": n % AGENTS,
+                    },
+                ),
+            )
         elif kind < 9:
-            yield "swarm.usage", Event("TokensUsed", {
-                **envelope, "agent_id": agent, "generation_id": f"g-{n}", "prompt_tokens": 30,
-                "completion_tokens": 20, "mission_id": None, "task_id": None})
+            yield (
+                "swarm.usage",
+                Event(
+                    "TokensUsed",
+                    {
+                        **envelope,
+                        "agent_id": agent,
+                        "generation_id": f"g-{n}",
+                        "prompt_tokens": 30,
+                        "completion_tokens": 20,
+                        "mission_id": None,
+                        "task_id": None,
+                    },
+                ),
+            )
         else:
             name = "WaitStarted" if n % 20 == 9 else "WaitEnded"
-            wait = {"wait_id": f"w-{n // 20}", "waiter_agent_id": agent, "waits_for_agent_id": f"agent-{(n + 1) % AGENTS}"}
+            wait = {
+                "wait_id": f"w-{n // 20}",
+                "waiter_agent_id": agent,
+                "waits_for_agent_id": f"agent-{(n + 1) % AGENTS}",
+            }
             extra = {"mission_id": None, "task_id": None} if name == "WaitStarted" else {"outcome": "ANSWERED"}
             yield "swarm.waits", Event(name, {**envelope, **wait, **extra})
 
@@ -88,9 +136,11 @@ def offline_rows(records: list[Record], codec: Codec, folder: Path) -> tuple[lis
     rows.append(("read + decode (raw rate)", timed(lambda: decode_all(history.load(path).records, codec))))
     states = {}
     for name in FOLDS:
+
         def fold(name=name) -> None:
             component = COMPONENTS[name]  # as `swarmlog replay run FILE --component NAME` reads it
             states[name] = replay(component, None, REGIONS, history.load(path, component.topics).records).state
+
         rows.append((f"read + fold: {name}", timed(fold)))
     return rows, states, path.stat().st_size
 
@@ -107,6 +157,7 @@ async def kafka_rows(records: list[Record], codec: Codec, expected: dict, consol
 
         async def consume_decode() -> None:
             decode_all((await source.read(settings, topics)).records, codec)
+
         rows.append(("consume + decode (raw rate)", await timed_async(consume_decode)))
         for name in FOLDS:
             component = COMPONENTS[name]
@@ -115,18 +166,22 @@ async def kafka_rows(records: list[Record], codec: Codec, expected: dict, consol
                 state = replay(component, None, REGIONS, (await source.read(settings, component.topics)).records).state
                 if canonical(jsonable(state)) != canonical(jsonable(expected[name])):
                     raise AssertionError(f"{name}: the state replayed from Kafka differs from the offline one")
+
             rows.append((f"consume + fold: {name}", await timed_async(consume_fold)))
         return rows
 
 
 async def produce(settings: Settings, records: list[Record]) -> None:
     """Every record to its topic, keyed and stamped as in the history, in batches; waits for all acks."""
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, linger_ms=20,
-                                max_batch_size=settings.max_message_bytes // 2)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, linger_ms=20, max_batch_size=settings.max_message_bytes // 2
+    )
     await producer.start()
     try:
-        pending = [await producer.send(record.topic, record.value, key=record.key, timestamp_ms=record.timestamp)
-                   for record in records]
+        pending = [
+            await producer.send(record.topic, record.value, key=record.key, timestamp_ms=record.timestamp)
+            for record in records
+        ]
         await asyncio.gather(*pending)
     finally:
         await producer.stop()
@@ -156,18 +211,34 @@ def main() -> None:
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # fresh topics: NotLeader retries until leaders exist
     count, console, codec = args.events, Console(width=120), default_codec()
     with console.status(f"encoding {count:,} events"):
-        records = [Record(topic, 0, n, T0 + n, f"agent-{n % AGENTS}".encode(), codec.encode(event))
-                   for n, (topic, event) in enumerate(events(count))]
+        records = [
+            Record(topic, 0, n, T0 + n, f"agent-{n % AGENTS}".encode(), codec.encode(event))
+            for n, (topic, event) in enumerate(events(count))
+        ]
     with tempfile.TemporaryDirectory() as folder:
         rows, states, size = offline_rows(records, codec, Path(folder))
     raw_s = dict(rows)["read + decode (raw rate)"]
-    console.print(rate_table(f"offline replay, {count:,} events, history file {size / 1e6:.1f} MB, one core", rows,
-                             count, raw_s, "read + decode"))
+    console.print(
+        rate_table(
+            f"offline replay, {count:,} events, history file {size / 1e6:.1f} MB, one core",
+            rows,
+            count,
+            raw_s,
+            "read + decode",
+        )
+    )
     console.print(fold_only_table(records, codec))
     if not args.no_kafka:
         rows = asyncio.run(kafka_rows(records, codec, states, console))
-        console.print(rate_table(f"replay from Apache Kafka, {count:,} events (states equal the offline ones)", rows,
-                                 count, dict(rows)["consume + decode (raw rate)"], "consume + decode"))
+        console.print(
+            rate_table(
+                f"replay from Apache Kafka, {count:,} events (states equal the offline ones)",
+                rows,
+                count,
+                dict(rows)["consume + decode (raw rate)"],
+                "consume + decode",
+            )
+        )
 
 
 def fold_only_table(records: list[Record], codec: Codec) -> Table:

@@ -53,7 +53,7 @@ from swarmlog.settings import Settings
 from swarmlog.topics import catalog
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "tests")]
-from coordinator.live import attempts  # noqa: E402
+from coordinator.live import attempts
 
 JOURNAL = "swarm.coordinator.journal"
 GARBAGE = {"empty": b"", "one byte": b"\x00", "magic alone": b"\xc3\x01", "64 random bytes": None}
@@ -80,8 +80,9 @@ class Proc:
     def start(self, env: dict[str, str]) -> None:
         """Start (or start again) the process, output appended to its log."""
         self.started = time.monotonic()
-        self.child = process.spawn([sys.executable, "-m", "swarmlog", *self.argv], name=self.name, log=self.log,
-                                   env=env)
+        self.child = process.spawn(
+            [sys.executable, "-m", "swarmlog", *self.argv], name=self.name, log=self.log, env=env
+        )
 
     def rss(self) -> float | None:
         """Resident memory in MB, or None when it is not running."""
@@ -97,30 +98,62 @@ def swarm(work: Path, agents: int) -> list[Proc]:
     """The processes of the soak: the streams worker, the coordinator and the agents, each with its data dir."""
     script = work / "brain.json"
     script.write_text(json.dumps({"median_ms": 300.0, "sigma": 0.3}))
-    procs = [Proc("streams", "streams", ["streams", "--data-dir", str(work / "streams")], work / "streams.log"),
-             Proc("coordinator", "coordinator", ["coordinator", "--region", "region-0", "--data-dir",
-                                                 str(work / "coordinator")], work / "coordinator.log")]
-    procs += [Proc(f"soak-{index}", "agent", ["agent", f"soak-{index}", "--capabilities", CAPABILITIES, "--brain",
-                                              "scripted", "--model", str(script), "--region", "region-0",
-                                              "--slot", str(index), "--data-dir", str(work / "agents")],
-                   work / f"soak-{index}.log") for index in range(agents)]
+    procs = [
+        Proc("streams", "streams", ["streams", "--data-dir", str(work / "streams")], work / "streams.log"),
+        Proc(
+            "coordinator",
+            "coordinator",
+            ["coordinator", "--region", "region-0", "--data-dir", str(work / "coordinator")],
+            work / "coordinator.log",
+        ),
+    ]
+    procs += [
+        Proc(
+            f"soak-{index}",
+            "agent",
+            [
+                "agent",
+                f"soak-{index}",
+                "--capabilities",
+                CAPABILITIES,
+                "--brain",
+                "scripted",
+                "--model",
+                str(script),
+                "--region",
+                "region-0",
+                "--slot",
+                str(index),
+                "--data-dir",
+                str(work / "agents"),
+            ],
+            work / f"soak-{index}.log",
+        )
+        for index in range(agents)
+    ]
     return procs
 
 
 def mission(number: int) -> dict:
     """A small mission: two parallel tasks on two replicas each, a vote, a final decision."""
-    return {"title": f"soak {number}", "mission_id": f"soak-{uuid.uuid4().hex[:10]}",
-            "tasks": [{"task_id": "a", "prompt": "do a", "required_capabilities": ["coding"], "replicas": 2},
-                      {"task_id": "b", "prompt": "do b", "required_capabilities": ["review"], "replicas": 2}],
-            "consensus": {"strategy": "MAJORITY", "window_ms": 20_000, "quorum": 0.5},
-            "final_action": {"prompt": "decide", "required_capabilities": ["decision_making"]},
-            "deadline_ms": 300_000}
+    return {
+        "title": f"soak {number}",
+        "mission_id": f"soak-{uuid.uuid4().hex[:10]}",
+        "tasks": [
+            {"task_id": "a", "prompt": "do a", "required_capabilities": ["coding"], "replicas": 2},
+            {"task_id": "b", "prompt": "do b", "required_capabilities": ["review"], "replicas": 2},
+        ],
+        "consensus": {"strategy": "MAJORITY", "window_ms": 20_000, "quorum": 0.5},
+        "final_action": {"prompt": "decide", "required_capabilities": ["decision_making"]},
+        "deadline_ms": 300_000,
+    }
 
 
 def planned(spec: dict) -> set[tuple[str, int]]:
     """The (task, replica) pairs a mission's journal must hold a result for once it has completed."""
     return {(task["task_id"], replica) for task in spec["tasks"] for replica in range(task["replicas"])} | {
-        (FINAL_TASK, 0)}
+        (FINAL_TASK, 0)
+    }
 
 
 @dataclasses.dataclass
@@ -176,8 +209,15 @@ async def follow(client: MissionClient, spec: dict, began: float, at_s: float, t
     if not ok:
         print(f"mission {spec['mission_id']} ended with {ended.name}: {ended.data}", file=sys.stderr)
     lost = planned(spec) - {(task, replica) for _, task, replica, _ in recorded} if ok else set()
-    tally.missions.append(MissionRun(at_s, time.monotonic() - began, "completed" if ok else ended.name,
-                                     doubled=sum(count - 1 for count in recorded.values()), lost=len(lost)))
+    tally.missions.append(
+        MissionRun(
+            at_s,
+            time.monotonic() - began,
+            "completed" if ok else ended.name,
+            doubled=sum(count - 1 for count in recorded.values()),
+            lost=len(lost),
+        )
+    )
 
 
 async def bounce(node: KafkaNode, crash: bool, at_s: float) -> Bounce:
@@ -196,8 +236,9 @@ def next_kill(rng: random.Random, every: float) -> float:
     return time.monotonic() + rng.uniform(0.5, 1.5) * every
 
 
-async def soak(args: argparse.Namespace, settings: Settings, node: KafkaNode, procs: list[Proc],
-               env: dict[str, str]) -> Tally:
+async def soak(
+    args: argparse.Namespace, settings: Settings, node: KafkaNode, procs: list[Proc], env: dict[str, str]
+) -> Tally:
     """Run the soak's loops until --minutes have passed; what they did and saw."""
     client, tally, rng = MissionClient(settings, client_name="soak"), Tally(), random.Random(args.seed)
     began = time.monotonic()
@@ -233,8 +274,9 @@ async def soak(args: argparse.Namespace, settings: Settings, node: KafkaNode, pr
                 kind = rng.choice(sorted(GARBAGE))
                 value = GARBAGE[kind]
                 # Keyed: compacted topics (the registry, the ground truth) refuse records without a key.
-                await producer.send_and_wait(rng.choice(topics), rng.randbytes(64) if value is None else value,
-                                             key=b"soak-garbage")
+                await producer.send_and_wait(
+                    rng.choice(topics), rng.randbytes(64) if value is None else value, key=b"soak-garbage"
+                )
                 tally.garbage[kind] += 1
                 due_garbage = now + args.garbage_every
             if now >= due_sample:
@@ -260,9 +302,17 @@ async def soak(args: argparse.Namespace, settings: Settings, node: KafkaNode, pr
 def memory_table(args: argparse.Namespace, procs: list[Proc]) -> Table:
     """RSS per process kind after warm-up against the end, kills survived and deaths on its own."""
     warmup_s = args.warmup_minutes * 60
-    table = Table("process kind", "processes", "kills survived", "died on its own", "RSS after warm-up MB",
-                  "RSS at end MB", "largest deviation", "within +-10 %", title="Memory (first and last minute's "
-                  f"mean, samples from {SETTLE_S} s after each start), kills and deaths")
+    table = Table(
+        "process kind",
+        "processes",
+        "kills survived",
+        "died on its own",
+        "RSS after warm-up MB",
+        "RSS at end MB",
+        "largest deviation",
+        "within +-10 %",
+        title=f"Memory (first and last minute's mean, samples from {SETTLE_S} s after each start), kills and deaths",
+    )
     for kind in ("streams", "coordinator", "agent"):
         members = [proc for proc in procs if proc.kind == kind]
         after = [mb for _, mb in sorted((at, mb) for proc in members for at, mb in proc.rss_mb if at >= warmup_s)]
@@ -271,50 +321,90 @@ def memory_table(args: argparse.Namespace, procs: list[Proc]) -> Table:
         minute = len(members) * 60 // SAMPLE_EVERY_S  # about a minute of the kind's samples
         base, final = statistics.mean(after[:minute]), statistics.mean(after[-minute:])
         deviation = max(abs(mb - base) / base for mb in after)
-        table.add_row(kind, str(len(members)), str(sum(proc.kills for proc in members)),
-                      str(sum(len(proc.deaths) for proc in members)), f"{base:.0f}", f"{final:.0f}",
-                      f"{deviation:.1%}", "yes" if deviation <= 0.10 else "NO")
+        table.add_row(
+            kind,
+            str(len(members)),
+            str(sum(proc.kills for proc in members)),
+            str(sum(len(proc.deaths) for proc in members)),
+            f"{base:.0f}",
+            f"{final:.0f}",
+            f"{deviation:.1%}",
+            "yes" if deviation <= 0.10 else "NO",
+        )
     return table
 
 
 def bounce_table(tally: Tally, procs: list[Proc]) -> Table:
     """Each broker bounce: its stop, its outage, the missions under way across it and deaths that followed it."""
-    table = Table("bounce at min", "stopped with", "broker", "outage s", "missions across it", "their ends",
-                  "their latency max s", f"deaths within {AFTER_BOUNCE_S} s", title="Broker bounces")
+    table = Table(
+        "bounce at min",
+        "stopped with",
+        "broker",
+        "outage s",
+        "missions across it",
+        "their ends",
+        "their latency max s",
+        f"deaths within {AFTER_BOUNCE_S} s",
+        title="Broker bounces",
+    )
     for bounced in tally.bounces:
         across = [run for run in tally.missions if bounced.overlaps(run)]
         latencies = [run.latency_s for run in across if run.latency_s is not None]
         ends = collections.Counter(run.outcome for run in across)
-        deaths = sum(bounced.at_s <= at <= bounced.at_s + bounced.outage_s + AFTER_BOUNCE_S
-                     for proc in procs for at in proc.deaths)
-        table.add_row(f"{bounced.at_s / 60:.1f}", bounced.signal, bounced.exit, f"{bounced.outage_s:.1f}",
-                      str(len(across)), ", ".join(f"{count} {outcome}" for outcome, count in ends.items()),
-                      f"{max(latencies):.1f}" if latencies else "-", str(deaths))
+        deaths = sum(
+            bounced.at_s <= at <= bounced.at_s + bounced.outage_s + AFTER_BOUNCE_S
+            for proc in procs
+            for at in proc.deaths
+        )
+        table.add_row(
+            f"{bounced.at_s / 60:.1f}",
+            bounced.signal,
+            bounced.exit,
+            f"{bounced.outage_s:.1f}",
+            str(len(across)),
+            ", ".join(f"{count} {outcome}" for outcome, count in ends.items()),
+            f"{max(latencies):.1f}" if latencies else "-",
+            str(deaths),
+        )
     return table
 
 
 def missions_table(tally: Tally) -> Table:
     """Missions by how they ended, and results doubled or lost."""
-    table = Table("missions submitted", "completed", "failed", "still open", "results doubled", "results lost",
-                  title="Missions")
+    table = Table(
+        "missions submitted", "completed", "failed", "still open", "results doubled", "results lost", title="Missions"
+    )
     ended = [run.outcome for run in tally.missions]
-    table.add_row(str(len(ended)), str(ended.count("completed")),
-                  str(sum(1 for outcome in ended if outcome not in ("completed", "open"))), str(ended.count("open")),
-                  str(sum(run.doubled for run in tally.missions)), str(sum(run.lost for run in tally.missions)))
+    table.add_row(
+        str(len(ended)),
+        str(ended.count("completed")),
+        str(sum(1 for outcome in ended if outcome not in ("completed", "open"))),
+        str(ended.count("open")),
+        str(sum(run.doubled for run in tally.missions)),
+        str(sum(run.lost for run in tally.missions)),
+    )
     return table
 
 
 def latency_table(args: argparse.Namespace, tally: Tally) -> Table:
     """Mission latency per 5-minute window of submission, and how many of its missions were under way in a bounce."""
-    table = Table("window (minutes)", "missions", "across a bounce", "latency p50 s", "latency max s",
-                  title="Mission latency")
+    table = Table(
+        "window (minutes)", "missions", "across a bounce", "latency p50 s", "latency max s", title="Mission latency"
+    )
     for start in range(0, args.minutes, 5):
-        runs = [run for run in tally.missions if run.latency_s is not None and start * 60 <= run.at_s < (start + 5) * 60]
+        runs = [
+            run for run in tally.missions if run.latency_s is not None and start * 60 <= run.at_s < (start + 5) * 60
+        ]
         latencies = sorted(run.latency_s for run in runs)
         if latencies:
             across = sum(any(bounced.overlaps(run) for bounced in tally.bounces) for run in runs)
-            table.add_row(f"{start}-{min(start + 5, args.minutes)}", str(len(runs)), str(across),
-                          f"{latencies[len(latencies) // 2]:.1f}", f"{latencies[-1]:.1f}")
+            table.add_row(
+                f"{start}-{min(start + 5, args.minutes)}",
+                str(len(runs)),
+                str(across),
+                f"{latencies[len(latencies) // 2]:.1f}",
+                f"{latencies[-1]:.1f}",
+            )
     return table
 
 
@@ -344,8 +434,12 @@ def main() -> None:
         [node] = cluster.nodes
         settings = settings.with_services(bootstrap=cluster.bootstrap, redis_url=redis.url)
         asyncio.run(ensure_topics(settings))
-        env = os.environ | {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": settings.bootstrap,
-                            "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": "1"}
+        env = os.environ | {
+            "SWARMLOG_BROKER": "kafka",
+            "SWARMLOG_BOOTSTRAP": settings.bootstrap,
+            "SWARMLOG_REDIS_URL": settings.redis_url or "",
+            "SWARMLOG_REGIONS": "1",
+        }
         procs = swarm(work, args.agents)
         try:
             for proc in procs:
@@ -354,8 +448,13 @@ def main() -> None:
             tally = asyncio.run(soak(args, settings, node, procs, env))
         finally:
             process.stop_all([proc.child.popen for proc in procs if proc.child])
-    for table in (memory_table(args, procs), bounce_table(tally, procs), missions_table(tally),
-                  latency_table(args, tally), garbage_table(tally)):
+    for table in (
+        memory_table(args, procs),
+        bounce_table(tally, procs),
+        missions_table(tally),
+        latency_table(args, tally),
+        garbage_table(tally),
+    ):
         console.print(table)
 
 

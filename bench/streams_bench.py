@@ -41,13 +41,21 @@ from swarmlog.schemas.events import Event
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
 
-sys.path[:0] = [str(Path(__file__).parents[1] / "tests" / "streams"),
-                str(Path(__file__).parents[1] / "tests" / "actors")]
-from agent_harness import start_agent  # noqa: E402
-from worker_harness import Worker  # noqa: E402
+sys.path[:0] = [
+    str(Path(__file__).parents[1] / "tests" / "streams"),
+    str(Path(__file__).parents[1] / "tests" / "actors"),
+]
+from agent_harness import start_agent
+from worker_harness import Worker
 
 REGISTRY, HEARTBEATS, USAGE, CONTROL, WAITS, ALERTS = (
-    "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.control", "swarm.waits", "swarm.alerts")
+    "swarm.agents.registry",
+    "swarm.agents.heartbeats",
+    "swarm.usage",
+    "swarm.control",
+    "swarm.waits",
+    "swarm.alerts",
+)
 REGION, FIRST_SLOT, LIVENESS_TIMEOUT_MS, HEARTBEAT_S = "region-0", 48, 2000, 0.25
 FAKE_AGENTS, BUDGET_TOKENS = 50, 100_000
 
@@ -65,11 +73,17 @@ def percentile(values: list[float], q: float) -> float:
 
 def envelope(event_id: str, at_ms: int) -> dict:
     """An event envelope written by the bench."""
-    return {"event_id": event_id, "occurred_at": at_ms, "correlation_id": None, "causation_id": None,
-            "producer": "bench"}
+    return {
+        "event_id": event_id,
+        "occurred_at": at_ms,
+        "correlation_id": None,
+        "causation_id": None,
+        "producer": "bench",
+    }
 
 
 # ---- liveness -----------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Kill:
@@ -83,8 +97,13 @@ class Kill:
 
 async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, console: Console) -> list[Kill]:
     """Kill `kills` scripted agents with SIGKILL, `at_once` running at a time; each kill's detection."""
-    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, workdir / "liveness",
-                    liveness_timeout_ms=LIVENESS_TIMEOUT_MS)
+    worker = Worker(
+        settings.bootstrap,
+        settings.broker,
+        settings.redis_url,
+        workdir / "liveness",
+        liveness_timeout_ms=LIVENESS_TIMEOUT_MS,
+    )
     results: list[Kill] = []
     async with Collector(settings, REGISTRY, start="end", fetch_max_wait_ms=20) as watch:
         await asyncio.to_thread(worker.start)
@@ -92,19 +111,35 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
             while len(results) < kills:
                 count = min(at_once, kills - len(results))
                 ids = [f"live-{uuid.uuid4().hex[:6]}-{n}" for n in range(count)]
-                agents = {agent_id: start_agent(settings, agent_id, FIRST_SLOT + n, workdir, "--region", REGION,
-                                                "--brain", "scripted", "--heartbeat-s", str(HEARTBEAT_S))
-                          for n, agent_id in enumerate(ids)}
+                agents = {
+                    agent_id: start_agent(
+                        settings,
+                        agent_id,
+                        FIRST_SLOT + n,
+                        workdir,
+                        "--region",
+                        REGION,
+                        "--brain",
+                        "scripted",
+                        "--heartbeat-s",
+                        str(HEARTBEAT_S),
+                    )
+                    for n, agent_id in enumerate(ids)
+                }
                 try:
-                    await watch.wait_for(lambda: all(watch.named("AgentRegistered", agent_id=a) for a in ids), 90)
+                    await watch.wait_for(
+                        lambda ids=ids: all(watch.named("AgentRegistered", agent_id=a) for a in ids), 90
+                    )
                     await asyncio.sleep(1.5)  # a few heartbeats folded
                     killed = {}
                     for agent_id, process in agents.items():
                         process.send_signal(signal.SIGKILL)
                         killed[agent_id] = now_ms()
                         await asyncio.sleep(0.3)  # spread the kills over the liveness timer's ticks
-                    await watch.wait_for(lambda: all(watch.named("AgentDeclaredDead", agent_id=a) for a in ids),
-                                         LIVENESS_TIMEOUT_MS / 1000 + 30)
+                    await watch.wait_for(
+                        lambda ids=ids: all(watch.named("AgentDeclaredDead", agent_id=a) for a in ids),
+                        LIVENESS_TIMEOUT_MS / 1000 + 30,
+                    )
                 finally:
                     for process in agents.values():
                         if process.poll() is None:
@@ -122,15 +157,21 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
 
 def liveness_table(kills: list[Kill], broker: str) -> Table:
     """Detection delay beyond the timeout, and the whole kill → death delays."""
-    table = Table(title=f"liveness on {broker}: {len(kills)} scripted agents killed with SIGKILL "
-                        f"(timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms, tick 500 ms)")
+    table = Table(
+        title=f"liveness on {broker}: {len(kills)} scripted agents killed with SIGKILL "
+        f"(timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms, tick 500 ms)"
+    )
     for column in ("measure", "p50 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="left" if column == "measure" else "right")
-    rows = {"kill → AgentDeclaredDead occurred_at, − timeout": [k.declared_ms - k.killed_ms - LIVENESS_TIMEOUT_MS
-                                                              for k in kills],
-            "kill → readable on swarm.agents.registry, − timeout": [k.read_ms - k.killed_ms - LIVENESS_TIMEOUT_MS
-                                                                   for k in kills],
-            "kill → AgentDeclaredDead occurred_at": [k.declared_ms - k.killed_ms for k in kills]}
+    rows = {
+        "kill → AgentDeclaredDead occurred_at, − timeout": [
+            k.declared_ms - k.killed_ms - LIVENESS_TIMEOUT_MS for k in kills
+        ],
+        "kill → readable on swarm.agents.registry, − timeout": [
+            k.read_ms - k.killed_ms - LIVENESS_TIMEOUT_MS for k in kills
+        ],
+        "kill → AgentDeclaredDead occurred_at": [k.declared_ms - k.killed_ms for k in kills],
+    }
     for label, values in rows.items():
         table.add_row(label, *(f"{v:,.0f}" for v in (percentile(values, 50), percentile(values, 99), max(values))))
     within = sum(k.read_ms - k.killed_ms <= LIVENESS_TIMEOUT_MS + 1000 for k in kills)
@@ -139,6 +180,7 @@ def liveness_table(kills: list[Kill], broker: str) -> Table:
 
 
 # ---- deadlocks ----------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Ring:
@@ -156,24 +198,35 @@ async def deadlocks(settings: Settings, rings: int, console: Console) -> list[Ri
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all")
     await producer.start()
     try:
-        async with (Collector(settings, ALERTS, start="end", fetch_max_wait_ms=20) as alerts,
-                    Collector(settings, WAITS, start="end", fetch_max_wait_ms=20) as waits):
+        async with (
+            Collector(settings, ALERTS, start="end", fetch_max_wait_ms=20) as alerts,
+            Collector(settings, WAITS, start="end", fetch_max_wait_ms=20) as waits,
+        ):
             for n in range(rings):
                 run = uuid.uuid4().hex[:6]
                 agents = [f"ring-{run}-{m}" for m in range(3)]
                 acked = {}
                 for m, waiter in enumerate(agents):
-                    started = Event("WaitStarted", {
-                        **envelope(f"ws-{run}-{m}", now_ms()), "wait_id": f"w-{run}-{m}", "waiter_agent_id": waiter,
-                        "waits_for_agent_id": agents[(m + 1) % 3], "mission_id": None, "task_id": None})
+                    started = Event(
+                        "WaitStarted",
+                        {
+                            **envelope(f"ws-{run}-{m}", now_ms()),
+                            "wait_id": f"w-{run}-{m}",
+                            "waiter_agent_id": waiter,
+                            "waits_for_agent_id": agents[(m + 1) % 3],
+                            "mission_id": None,
+                            "task_id": None,
+                        },
+                    )
                     await producer.send_and_wait(WAITS, codec.encode(started), key=waiter.encode())
                     acked[started.event_id] = now_ms()
                 await alerts.wait_for(lambda run=run: _ring_alert(alerts, run) is not None, 30)
                 alert = _ring_alert(alerts, run)
                 trigger = alert.data["causation_id"]
                 await waits.wait_for(lambda trigger=trigger: trigger in waits.read_ms, 30)
-                results.append(Ring(acked[trigger], waits.read_ms[trigger], alert.occurred_at_ms,
-                                    alerts.read_ms[alert.event_id]))
+                results.append(
+                    Ring(acked[trigger], waits.read_ms[trigger], alert.occurred_at_ms, alerts.read_ms[alert.event_id])
+                )
                 if (n + 1) % 10 == 0:
                     console.print(f"  {n + 1}/{rings} rings detected")
                 await asyncio.sleep(0.2)
@@ -190,13 +243,17 @@ def _ring_alert(alerts: Collector, run: str) -> Event | None:
 
 def deadlock_table(rings: list[Ring], broker: str) -> Table:
     """Detection delays from the closing wait's ack, next to that wait's own delay to be readable."""
-    table = Table(title=f"deadlocks on {broker}: {len(rings)} rings of three agents, one WaitStarted at a time; "
-                        "from the broker's ack of the wait that closed the ring")
+    table = Table(
+        title=f"deadlocks on {broker}: {len(rings)} rings of three agents, one WaitStarted at a time; "
+        "from the broker's ack of the wait that closed the ring"
+    )
     for column in ("measure", "p50 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="left" if column == "measure" else "right")
-    rows = {"→ DeadlockDetected occurred_at": [r.declared_ms - r.closed_ms for r in rings],
-            "→ DeadlockDetected readable on swarm.alerts": [r.read_ms - r.closed_ms for r in rings],
-            "baseline: → the closing wait readable on swarm.waits": [r.wait_read_ms - r.closed_ms for r in rings]}
+    rows = {
+        "→ DeadlockDetected occurred_at": [r.declared_ms - r.closed_ms for r in rings],
+        "→ DeadlockDetected readable on swarm.alerts": [r.read_ms - r.closed_ms for r in rings],
+        "baseline: → the closing wait readable on swarm.waits": [r.wait_read_ms - r.closed_ms for r in rings],
+    }
     for label, values in rows.items():
         table.add_row(label, *(f"{v:,.0f}" for v in (percentile(values, 50), percentile(values, 99), max(values))))
     within = sum(r.read_ms - r.closed_ms <= 1000 for r in rings)
@@ -205,6 +262,7 @@ def deadlock_table(rings: list[Ring], broker: str) -> Table:
 
 
 # ---- throughput ---------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Burst:
@@ -225,32 +283,95 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
     out: list[tuple[str, str, Event]] = []
     if processor == "registry":
         for n, agent in enumerate(agents):
-            out.append((REGISTRY, agent, Event("AgentRegistered", {
-                **envelope(f"reg-{agent}", t0), "agent_id": agent, "capabilities": ["code"], "model": "m",
-                "brain": "scripted", "node": "n", "gpu": None, "region": REGION, "slot": n})))
+            out.append(
+                (
+                    REGISTRY,
+                    agent,
+                    Event(
+                        "AgentRegistered",
+                        {
+                            **envelope(f"reg-{agent}", t0),
+                            "agent_id": agent,
+                            "capabilities": ["code"],
+                            "model": "m",
+                            "brain": "scripted",
+                            "node": "n",
+                            "gpu": None,
+                            "region": REGION,
+                            "slot": n,
+                        },
+                    ),
+                )
+            )
         for n in range(count - FAKE_AGENTS):
             agent = agents[n % FAKE_AGENTS]
-            out.append((HEARTBEATS, agent, Event("AgentHeartbeat", {
-                **envelope(f"hb-{run}-{n}", t0 + 1 + n // FAKE_AGENTS), "agent_id": agent,
-                "registration_id": f"reg-{agent}", "sequence": n, "status": "BUSY", "in_flight_task": None,
-                "region": REGION, "slot": n % FAKE_AGENTS})))
+            out.append(
+                (
+                    HEARTBEATS,
+                    agent,
+                    Event(
+                        "AgentHeartbeat",
+                        {
+                            **envelope(f"hb-{run}-{n}", t0 + 1 + n // FAKE_AGENTS),
+                            "agent_id": agent,
+                            "registration_id": f"reg-{agent}",
+                            "sequence": n,
+                            "status": "BUSY",
+                            "in_flight_task": None,
+                            "region": REGION,
+                            "slot": n % FAKE_AGENTS,
+                        },
+                    ),
+                )
+            )
     elif processor == "budgets":
         for n in range(count):
             agent = agents[n % FAKE_AGENTS]
-            out.append((USAGE, agent, Event("TokensUsed", {
-                **envelope(f"tu-{run}-{n}", t0 + n // FAKE_AGENTS), "agent_id": agent, "generation_id": f"g-{n}",
-                "prompt_tokens": 30, "completion_tokens": 20, "mission_id": None, "task_id": None})))
+            out.append(
+                (
+                    USAGE,
+                    agent,
+                    Event(
+                        "TokensUsed",
+                        {
+                            **envelope(f"tu-{run}-{n}", t0 + n // FAKE_AGENTS),
+                            "agent_id": agent,
+                            "generation_id": f"g-{n}",
+                            "prompt_tokens": 30,
+                            "completion_tokens": 20,
+                            "mission_id": None,
+                            "task_id": None,
+                        },
+                    ),
+                )
+            )
     else:
         for n in range(count):
             waiter = agents[(n // 2) % FAKE_AGENTS]
-            wait = {"wait_id": f"w-{run}-{n // 2}", "waiter_agent_id": waiter,
-                    "waits_for_agent_id": agents[(n // 2 + 1) % FAKE_AGENTS]}
+            wait = {
+                "wait_id": f"w-{run}-{n // 2}",
+                "waiter_agent_id": waiter,
+                "waits_for_agent_id": agents[(n // 2 + 1) % FAKE_AGENTS],
+            }
             if n % 2 == 0:
-                out.append((WAITS, waiter, Event("WaitStarted", {
-                    **envelope(f"ws-{run}-{n}", t0 + n), **wait, "mission_id": None, "task_id": None})))
+                out.append(
+                    (
+                        WAITS,
+                        waiter,
+                        Event(
+                            "WaitStarted",
+                            {**envelope(f"ws-{run}-{n}", t0 + n), **wait, "mission_id": None, "task_id": None},
+                        ),
+                    )
+                )
             else:
-                out.append((WAITS, waiter, Event("WaitEnded", {
-                    **envelope(f"we-{run}-{n}", t0 + n), **wait, "outcome": "ANSWERED"})))
+                out.append(
+                    (
+                        WAITS,
+                        waiter,
+                        Event("WaitEnded", {**envelope(f"we-{run}-{n}", t0 + n), **wait, "outcome": "ANSWERED"}),
+                    )
+                )
     return [(topic, key, codec.encode(event)) for topic, key, event in out]
 
 
@@ -267,15 +388,16 @@ async def committed_through(admin: AIOKafkaAdminClient, group: str, ends: dict[T
     return all(end == 0 or (tp in committed and committed[tp].offset >= end) for tp, end in ends.items())
 
 
-async def changelog_span(bootstrap: str, topic: str, before: dict[TopicPartition, int],
-                         after: dict[TopicPartition, int]) -> tuple[int, int, int]:
+async def changelog_span(
+    bootstrap: str, topic: str, before: dict[TopicPartition, int], after: dict[TopicPartition, int]
+) -> tuple[int, int, int]:
     """(count, first, last timestamp ms) of a changelog's records between two sets of end offsets."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     stamps: list[int] = []
     try:
         consumer.assign(list(after))
-        for tp, end in after.items():
+        for tp, _end in after.items():
             consumer.seek(tp, before.get(tp, 0))
         left = {tp for tp, end in after.items() if end > before.get(tp, 0)}
         while left:
@@ -314,9 +436,11 @@ async def baseline(bootstrap: str, before: dict[TopicPartition, int], after: dic
 async def throughput(settings: Settings, worker: Worker, events: int, console: Console) -> list[Burst]:
     """One burst per processor through the running worker, one after the other, and the baseline of each."""
     bootstrap, app = settings.bootstrap, worker.app_id
-    plans = {"registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog"),
-             "budgets": ([USAGE], [], f"{app}-budgets-changelog"),
-             "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog")}
+    plans = {
+        "registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog"),
+        "budgets": ([USAGE], [], f"{app}-budgets-changelog"),
+        "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog"),
+    }
     results = []
     probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
@@ -331,8 +455,9 @@ async def throughput(settings: Settings, worker: Worker, events: int, console: C
             changelog_before = await end_offsets(probe, [changelog])
             started = time.perf_counter()
             sent_ms = now_ms()
-            await asyncio.gather(*[await producer.send(topic, value, key=key.encode())
-                                   for topic, key, value in records])
+            await asyncio.gather(
+                *[await producer.send(topic, value, key=key.encode()) for topic, key, value in records]
+            )
             send_s = time.perf_counter() - started
             inputs_after = await end_offsets(probe, inputs)
             # Done when the worker committed past the burst (internal topics too) and its changelog stopped growing.
@@ -350,12 +475,13 @@ async def throughput(settings: Settings, worker: Worker, events: int, console: C
                     changelog_after = latest
             count, first, last = await changelog_span(bootstrap, changelog, changelog_before, changelog_after)
             base = await baseline(bootstrap, inputs_before, inputs_after)
-            burst = Burst(processor, len(records), send_s, max(last - first, 1) / 1000, (last - sent_ms) / 1000,
-                          base)
+            burst = Burst(processor, len(records), send_s, max(last - first, 1) / 1000, (last - sent_ms) / 1000, base)
             results.append(burst)
-            console.print(f"  {processor}: {len(records):,} events sent in {send_s:.2f} s, {count:,} changelog "
-                          f"writes over {burst.worker_s:.2f} s, last {burst.end_to_end_s:.2f} s after the first send; "
-                          f"baseline {base:.2f} s")
+            console.print(
+                f"  {processor}: {len(records):,} events sent in {send_s:.2f} s, {count:,} changelog "
+                f"writes over {burst.worker_s:.2f} s, last {burst.end_to_end_s:.2f} s after the first send; "
+                f"baseline {base:.2f} s"
+            )
     finally:
         await producer.stop()
         await admin.close()
@@ -365,15 +491,30 @@ async def throughput(settings: Settings, worker: Worker, events: int, console: C
 
 def throughput_table(bursts: list[Burst], broker: str) -> Table:
     """Events/s per processor next to the plain read + decode rate of the same records."""
-    table = Table(title=f"stream processors on {broker}: one pre-encoded burst each; worker = first send → its last "
-                        "changelog write; baseline = plain aiokafka read + decode")
-    for column in ("processor", "events", "send s", "send → last write s", "worker ev/s", "baseline ev/s",
-                   "× baseline"):
+    table = Table(
+        title=f"stream processors on {broker}: one pre-encoded burst each; worker = first send → its last "
+        "changelog write; baseline = plain aiokafka read + decode"
+    )
+    for column in (
+        "processor",
+        "events",
+        "send s",
+        "send → last write s",
+        "worker ev/s",
+        "baseline ev/s",
+        "× baseline",
+    ):
         table.add_column(column, justify="left" if column == "processor" else "right")
     for b in bursts:
-        table.add_row(b.processor, f"{b.events:,}", f"{b.send_s:.2f}", f"{b.end_to_end_s:.2f}",
-                      f"{b.events / b.end_to_end_s:,.0f}", f"{b.events / b.baseline_s:,.0f}",
-                      f"{b.baseline_s / b.end_to_end_s:.3f}")
+        table.add_row(
+            b.processor,
+            f"{b.events:,}",
+            f"{b.send_s:.2f}",
+            f"{b.end_to_end_s:.2f}",
+            f"{b.events / b.end_to_end_s:,.0f}",
+            f"{b.events / b.baseline_s:,.0f}",
+            f"{b.baseline_s / b.end_to_end_s:.3f}",
+        )
     return table
 
 
@@ -387,6 +528,7 @@ class TimedWorker(Worker):
 
 
 # ---- recovery -----------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Restart:
@@ -408,10 +550,24 @@ async def recovery(settings: Settings, worker: TimedWorker, restarts: int, conso
                 worker.stop(signal.SIGKILL)
                 killed = time.monotonic()
                 agent = f"fresh-{uuid.uuid4().hex[:6]}"
-                await producer.send_and_wait(USAGE, codec.encode(Event("TokensUsed", {
-                    **envelope(f"tu-{agent}", now_ms()), "agent_id": agent, "generation_id": f"g-{agent}",
-                    "prompt_tokens": BUDGET_TOKENS, "completion_tokens": 1, "mission_id": None, "task_id": None})),
-                    key=agent.encode())
+                await producer.send_and_wait(
+                    USAGE,
+                    codec.encode(
+                        Event(
+                            "TokensUsed",
+                            {
+                                **envelope(f"tu-{agent}", now_ms()),
+                                "agent_id": agent,
+                                "generation_id": f"g-{agent}",
+                                "prompt_tokens": BUDGET_TOKENS,
+                                "completion_tokens": 1,
+                                "mission_id": None,
+                                "task_id": None,
+                            },
+                        )
+                    ),
+                    key=agent.encode(),
+                )
                 restarted = time.monotonic()
                 ready = asyncio.create_task(asyncio.to_thread(worker.start))
                 await watch.wait_for(lambda agent=agent: watch.named("BudgetExceeded", agent_id=agent), 600)
@@ -419,8 +575,10 @@ async def recovery(settings: Settings, worker: TimedWorker, restarts: int, conso
                 await ready
                 ready_at = worker.ready_s
                 results.append(Restart(ready_at, processed - restarted, processed - killed))
-                console.print(f"  restart {n + 1}/{restarts}: Ready after {ready_at:.1f} s, BudgetExceeded after "
-                              f"{processed - restarted:.1f} s")
+                console.print(
+                    f"  restart {n + 1}/{restarts}: Ready after {ready_at:.1f} s, BudgetExceeded after "
+                    f"{processed - restarted:.1f} s"
+                )
                 await asyncio.sleep(3)  # let it commit and settle before the next kill
     finally:
         await producer.stop()
@@ -432,9 +590,11 @@ def recovery_table(restarts: list[Restart], broker: str) -> Table:
     table = Table(title=f"worker recovery on {broker}: kill -9 with populated tables, restart, {len(restarts)} times")
     for column in ("measure", "p50 s", "max s"):
         table.add_column(column, justify="left" if column == "measure" else "right")
-    rows = {"restart → Ready": [r.ready_s for r in restarts],
-            "restart → new event processed (BudgetExceeded readable)": [r.processed_s for r in restarts],
-            "kill → new event processed": [r.kill_to_processed_s for r in restarts]}
+    rows = {
+        "restart → Ready": [r.ready_s for r in restarts],
+        "restart → new event processed (BudgetExceeded readable)": [r.processed_s for r in restarts],
+        "kill → new event processed": [r.kill_to_processed_s for r in restarts],
+    }
     for label, values in rows.items():
         table.add_row(label, f"{percentile(values, 50):.1f}", f"{max(values):.1f}")
     return table
@@ -453,19 +613,29 @@ async def main(args: argparse.Namespace) -> None:
 
 async def run_parts(args: argparse.Namespace, parts: set[str], tables: list[Table], console: Console) -> None:
     """Start the services, run the chosen parts and append each one's table."""
-    with (open_broker(Settings(broker=args.broker)) as broker, open_redis(Settings()) as redis,
-          tempfile.TemporaryDirectory() as tmp):
+    with (
+        open_broker(Settings(broker=args.broker)) as broker,
+        open_redis(Settings()) as redis,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         settings = Settings(broker=args.broker, bootstrap=broker.bootstrap, redis_url=redis.url)
         await ensure_topics(settings)
         workdir = Path(tmp)
         console.print(f"{args.broker} at {broker.bootstrap}, Redis at {redis.url}")
         if "liveness" in parts:
             console.print(f"liveness: {args.kills} kills, {args.agents} agents at a time")
-            tables.append(liveness_table(await liveness(settings, workdir, args.kills, args.agents, console),
-                                         args.broker))
+            tables.append(
+                liveness_table(await liveness(settings, workdir, args.kills, args.agents, console), args.broker)
+            )
         if parts & {"deadlock", "throughput", "recovery"}:
-            worker = TimedWorker(broker.bootstrap, broker.kind, redis.url, workdir / "throughput",
-                                 liveness_timeout_ms=600_000, budget_tokens=BUDGET_TOKENS)
+            worker = TimedWorker(
+                broker.bootstrap,
+                broker.kind,
+                redis.url,
+                workdir / "throughput",
+                liveness_timeout_ms=600_000,
+                budget_tokens=BUDGET_TOKENS,
+            )
             await asyncio.to_thread(worker.start)
             console.print(f"worker ready in {worker.ready_s:.1f} s")
             try:
@@ -474,12 +644,12 @@ async def run_parts(args: argparse.Namespace, parts: set[str], tables: list[Tabl
                     tables.append(deadlock_table(await deadlocks(settings, args.rings, console), args.broker))
                 if "throughput" in parts:
                     console.print(f"throughput: {args.events:,} events per processor")
-                    tables.append(throughput_table(await throughput(settings, worker, args.events, console),
-                                                   args.broker))
+                    tables.append(
+                        throughput_table(await throughput(settings, worker, args.events, console), args.broker)
+                    )
                 if "recovery" in parts:
                     console.print(f"recovery: {args.restarts} kill -9 + restart")
-                    tables.append(recovery_table(await recovery(settings, worker, args.restarts, console),
-                                                 args.broker))
+                    tables.append(recovery_table(await recovery(settings, worker, args.restarts, console), args.broker))
             finally:
                 if worker.process is not None and worker.process.poll() is None:
                     worker.stop()

@@ -5,5 +5,16 @@ from swarmlog.coordinator.decide import decide
 from swarmlog.coordinator.evolve import evolve
 from swarmlog.coordinator.state import INITIAL, Config, State, initial
 
-__all__ = ["INITIAL", "Command", "Config", "Decision", "Receive", "Rejected", "State", "Tick", "decide", "evolve",
-           "initial"]
+__all__ = [
+    "INITIAL",
+    "Command",
+    "Config",
+    "Decision",
+    "Receive",
+    "Rejected",
+    "State",
+    "Tick",
+    "decide",
+    "evolve",
+    "initial",
+]

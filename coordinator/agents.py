@@ -17,11 +17,21 @@ def on_registered(draft: Draft, data: Data) -> None:
         return
     capabilities = frozenset(data.get("capabilities", ()))
     known = draft.state.agents.get(data["agent_id"])
-    if known and known.alive and (known.slot, known.capabilities, known.model) == (data["slot"], capabilities,
-                                                                                    data["model"]):
+    if (
+        known
+        and known.alive
+        and (known.slot, known.capabilities, known.model) == (data["slot"], capabilities, data["model"])
+    ):
         return
-    draft.emit("AgentEnlisted", None, agent_id=data["agent_id"], region=data["region"], slot=data["slot"],
-               capabilities=sorted(capabilities), model=data["model"])
+    draft.emit(
+        "AgentEnlisted",
+        None,
+        agent_id=data["agent_id"],
+        region=data["region"],
+        slot=data["slot"],
+        capabilities=sorted(capabilities),
+        model=data["model"],
+    )
 
 
 def on_deregistered(draft: Draft, data: Data) -> None:

@@ -36,10 +36,16 @@ def evolve(latest: Mapping[str, Announcement], event: Event) -> Mapping[str, Ann
     if event.name != "CoordinatorAnnounced":
         return latest
     data = event.data
-    announced = Announcement(region=data["region"], coordinator_id=data["coordinator_id"], serving=data["serving"],
-                             at_ms=to_millis(data["occurred_at"]), interval_ms=data["interval_ms"],
-                             agents=data["agents"], idle_agents=data["idle_agents"],
-                             active_missions=data["active_missions"])
+    announced = Announcement(
+        region=data["region"],
+        coordinator_id=data["coordinator_id"],
+        serving=data["serving"],
+        at_ms=to_millis(data["occurred_at"]),
+        interval_ms=data["interval_ms"],
+        agents=data["agents"],
+        idle_agents=data["idle_agents"],
+        active_missions=data["active_missions"],
+    )
     before = latest.get(announced.region)
     if before is not None and before.at_ms > announced.at_ms:
         return latest
@@ -62,5 +68,8 @@ def served(latest: Mapping[str, Announcement], regions: Iterable[str], now_ms: i
 def figures(state: State) -> dict[str, Any]:
     """What a coordinator announces about its region: alive and idle agents, missions not ended."""
     alive = [agent for agent in state.agents.values() if agent.alive]
-    return {"agents": len(alive), "idle_agents": sum(1 for agent in alive if not agent.busy and not agent.throttled),
-            "active_missions": sum(1 for mission in state.missions.values() if mission.active)}
+    return {
+        "agents": len(alive),
+        "idle_agents": sum(1 for agent in alive if not agent.busy and not agent.throttled),
+        "active_missions": sum(1 for mission in state.missions.values() if mission.active),
+    }

@@ -14,8 +14,10 @@ def on_detected(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
     """DeadlockBroken for the youngest wait, when its waiter is this region's (`answer` tells the waiter)."""
     cycle, wait_ids, started = list(data["cycle"]), list(data["wait_ids"]), list(data["waits_started_at"])
     if not cycle or not len(wait_ids) == len(started) == len(cycle):
-        return Rejected(f"DeadlockDetected needs one wait id and start per agent of its cycle; got {cycle}, "
-                        f"{wait_ids} and {started}")
+        return Rejected(
+            f"DeadlockDetected needs one wait id and start per agent of its cycle; got {cycle}, "
+            f"{wait_ids} and {started}"
+        )
     if draft.state.broken_waits.intersection(wait_ids):
         return None
     youngest = max(range(len(cycle)), key=lambda index: (to_millis(started[index]), wait_ids[index]))
@@ -24,8 +26,9 @@ def on_detected(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
     if agent is None:
         return None
     mission_id = agent.task[0] if agent.task else None
-    draft.emit("DeadlockBroken", mission_id, cycle=cycle, wait_id=wait_id, waiter_agent_id=waiter,
-               mission_id=mission_id)
+    draft.emit(
+        "DeadlockBroken", mission_id, cycle=cycle, wait_id=wait_id, waiter_agent_id=waiter, mission_id=mission_id
+    )
     return None
 
 
@@ -34,15 +37,18 @@ def answer(broken: Event) -> Event:
     data = broken.data
     cycle, waiter, wait_id = list(data["cycle"]), data["waiter_agent_id"], data["wait_id"]
     loop = " -> ".join([*cycle, cycle[0]])
-    return Event("PeerAnswered", {
-        "event_id": f"{broken.event_id}/answer",
-        "occurred_at": data["occurred_at"],
-        "correlation_id": data["correlation_id"],
-        "causation_id": broken.event_id,
-        "producer": data["producer"],
-        "question_id": wait_id,
-        "from_agent_id": cycle[(cycle.index(waiter) + 1) % len(cycle)],
-        "to_agent_id": waiter,
-        "answer": None,
-        "error": f"deadlock: your wait {wait_id} was aborted to break the cycle {loop}; continue without this answer",
-    })
+    return Event(
+        "PeerAnswered",
+        {
+            "event_id": f"{broken.event_id}/answer",
+            "occurred_at": data["occurred_at"],
+            "correlation_id": data["correlation_id"],
+            "causation_id": broken.event_id,
+            "producer": data["producer"],
+            "question_id": wait_id,
+            "from_agent_id": cycle[(cycle.index(waiter) + 1) % len(cycle)],
+            "to_agent_id": waiter,
+            "answer": None,
+            "error": f"deadlock: your wait {wait_id} was aborted to break the cycle {loop}; continue without this answer",
+        },
+    )

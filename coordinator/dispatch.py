@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator import routing
-from swarmlog.coordinator.draft import Draft
 from collections.abc import Iterable
 
+from swarmlog.coordinator import routing
+from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import DONE, RUNNING, Agent, Mission, TaskKey, TaskSpec
 
 
@@ -13,9 +13,16 @@ def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
     """Assign the replica's next attempt to the best available agent, or queue it."""
     attempt = draft.state.missions[mission_id].replica(spec.task_id, index).attempt + 1
     if not _assign(draft, mission_id, spec, index, attempt):
-        draft.emit("TaskQueued", mission_id, mission_id=mission_id, task_id=spec.task_id, replica=index,
-                   attempt=attempt, required_capabilities=sorted(spec.required_capabilities),
-                   reason="no alive, idle, unthrottled agent matches")
+        draft.emit(
+            "TaskQueued",
+            mission_id,
+            mission_id=mission_id,
+            task_id=spec.task_id,
+            replica=index,
+            attempt=attempt,
+            required_capabilities=sorted(spec.required_capabilities),
+            reason="no alive, idle, unthrottled agent matches",
+        )
 
 
 def drain(draft: Draft) -> None:
@@ -31,8 +38,16 @@ def reassign(draft: Draft, key: TaskKey, agent_id: str, reason: str) -> None:
     """Take the running attempt away from its agent; the mission routes the next attempt."""
     mission_id, task_id, index = key
     attempt = draft.state.missions[mission_id].replica(task_id, index).attempt
-    draft.emit("TaskReassigned", mission_id, mission_id=mission_id, task_id=task_id, replica=index,
-               attempt=attempt, from_agent_id=agent_id, reason=reason)
+    draft.emit(
+        "TaskReassigned",
+        mission_id,
+        mission_id=mission_id,
+        task_id=task_id,
+        replica=index,
+        attempt=attempt,
+        from_agent_id=agent_id,
+        reason=reason,
+    )
 
 
 def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: int) -> bool:
@@ -47,10 +62,22 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     if choice is None:
         return False
     agent, score = choice
-    draft.emit("TaskAssigned", mission_id, mission_id=mission_id, task_id=spec.task_id, replica=index,
-               attempt=attempt, kind=spec.kind, agent_id=agent.agent_id, slot=agent.slot, score=score,
-               prompt=spec.prompt, inputs=_inputs(mission, spec),
-               required_capabilities=sorted(spec.required_capabilities), max_steps=spec.max_steps)
+    draft.emit(
+        "TaskAssigned",
+        mission_id,
+        mission_id=mission_id,
+        task_id=spec.task_id,
+        replica=index,
+        attempt=attempt,
+        kind=spec.kind,
+        agent_id=agent.agent_id,
+        slot=agent.slot,
+        score=score,
+        prompt=spec.prompt,
+        inputs=_inputs(mission, spec),
+        required_capabilities=sorted(spec.required_capabilities),
+        max_steps=spec.max_steps,
+    )
     return True
 
 

@@ -27,14 +27,17 @@ class Draft:
 
     def emit(self, name: str, mission_id: str | None, /, **fields: Any) -> None:
         """Append an event (id f"{cause}/{index}", occurred now, caused by the command) and fold it."""
-        event = Event(name, {
-            "event_id": f"{self.cause_id}/{len(self.events)}",
-            "occurred_at": from_millis(self.now_ms),
-            "correlation_id": mission_id,
-            "causation_id": self.cause_id,
-            "producer": f"coordinator:{self.state.config.region}",
-            **fields,
-        })
+        event = Event(
+            name,
+            {
+                "event_id": f"{self.cause_id}/{len(self.events)}",
+                "occurred_at": from_millis(self.now_ms),
+                "correlation_id": mission_id,
+                "causation_id": self.cause_id,
+                "producer": f"coordinator:{self.state.config.region}",
+                **fields,
+            },
+        )
         self.events.append(event)
         self.state = evolve(self.state, event)
         if mission_id is not None:

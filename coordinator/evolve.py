@@ -8,8 +8,22 @@ from typing import Any
 
 from swarmlog.coordinator import plan
 from swarmlog.coordinator.state import (
-    CANCELLED, COMPLETED, DONE, FAILED, MAX_ATTEMPTS, MISSION_FAILED, PENDING, QUEUED, RUNNING,
-    Agent, Ballot, Candidate, ConsensusSpec, Mission, State, TaskKey,
+    CANCELLED,
+    COMPLETED,
+    DONE,
+    FAILED,
+    MAX_ATTEMPTS,
+    MISSION_FAILED,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    Agent,
+    Ballot,
+    Candidate,
+    ConsensusSpec,
+    Mission,
+    State,
+    TaskKey,
 )
 from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams.persistent import PSet
@@ -83,15 +97,18 @@ def _unqueue(state: State, keep: Callable[[TaskKey], bool]) -> State:
 def _accepted(state: State, data: Data) -> State:
     consensus = data.get("consensus") or {}
     deadline = data.get("deadline_at")
-    return _put(state, Mission(
-        mission_id=data["mission_id"],
-        title=data["title"],
-        submitted_at=to_millis(data["submitted_at"]),
-        deadline_at=None if deadline is None else to_millis(deadline),
-        token_budget=data.get("token_budget"),
-        consensus=ConsensusSpec(**consensus),
-        tasks=plan.mission_tasks(data),
-    ))
+    return _put(
+        state,
+        Mission(
+            mission_id=data["mission_id"],
+            title=data["title"],
+            submitted_at=to_millis(data["submitted_at"]),
+            deadline_at=None if deadline is None else to_millis(deadline),
+            token_budget=data.get("token_budget"),
+            consensus=ConsensusSpec(**consensus),
+            tasks=plan.mission_tasks(data),
+        ),
+    )
 
 
 def _rejected(state: State, data: Data) -> State:
@@ -116,8 +133,15 @@ def _queued(state: State, data: Data) -> State:
 
 def _assigned(state: State, data: Data) -> State:
     key, agent_id = _key(data), data["agent_id"]
-    state = _set_replica(state, data, status=RUNNING, attempt=data["attempt"], agent_id=agent_id,
-                         assigned_at=to_millis(data["occurred_at"]), started=False)
+    state = _set_replica(
+        state,
+        data,
+        status=RUNNING,
+        attempt=data["attempt"],
+        agent_id=agent_id,
+        assigned_at=to_millis(data["occurred_at"]),
+        started=False,
+    )
     mission = state.missions[data["mission_id"]]
     if agent_id not in mission.agents:
         state = _put(state, dataclasses.replace(mission, agents=mission.agents | {agent_id}))
@@ -150,24 +174,37 @@ def _result(state: State, data: Data) -> State:
         changes: dict[str, Any] = {"status": DONE, "output": data.get("output")}
     else:
         failures = replica.failures + 1
-        changes = {"status": FAILED if failures >= MAX_ATTEMPTS else PENDING, "failures": failures,
-                   "tried": replica.tried | {data["agent_id"]}}
-    state = _put(state, dataclasses.replace(
-        mission,
-        tokens=mission.tokens + data.get("tokens", 0),
-        completed=mission.completed + bool(data["succeeded"]),
-        failed=mission.failed + (not data["succeeded"]),
-        malformed=mission.malformed + bool(data.get("malformed")),
-    ))
+        changes = {
+            "status": FAILED if failures >= MAX_ATTEMPTS else PENDING,
+            "failures": failures,
+            "tried": replica.tried | {data["agent_id"]},
+        }
+    state = _put(
+        state,
+        dataclasses.replace(
+            mission,
+            tokens=mission.tokens + data.get("tokens", 0),
+            completed=mission.completed + bool(data["succeeded"]),
+            failed=mission.failed + (not data["succeeded"]),
+            malformed=mission.malformed + bool(data.get("malformed")),
+        ),
+    )
     return _free(_set_replica(state, data, **changes), data["agent_id"], _key(data))
 
 
 def _enlisted(state: State, data: Data) -> State:
     known = state.agents.get(data["agent_id"]) or Agent(data["agent_id"], data["region"], data["slot"], frozenset())
-    return _put_agent(state, dataclasses.replace(
-        known, region=data["region"], slot=data["slot"], capabilities=frozenset(data.get("capabilities", ())),
-        model=data.get("model", ""), alive=True,
-    ))
+    return _put_agent(
+        state,
+        dataclasses.replace(
+            known,
+            region=data["region"],
+            slot=data["slot"],
+            capabilities=frozenset(data.get("capabilities", ())),
+            model=data.get("model", ""),
+            alive=True,
+        ),
+    )
 
 
 def _delisted(state: State, data: Data) -> State:
@@ -209,6 +246,7 @@ def _ended(phase: str) -> Callable[[State, Data], State]:
         mission_id = data["mission_id"]
         ended = dataclasses.replace(state.missions[mission_id], phase=phase, ended_at=to_millis(data["occurred_at"]))
         return _unqueue(_put(state, ended), lambda queued: queued[0] != mission_id)
+
     return end
 
 

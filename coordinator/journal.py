@@ -91,11 +91,27 @@ class Folded:
         tip = (offset, event.event_id)
         skip = skip_of(event, offset)
         if skip is not None:
-            return Folded(self.state, max(self.clock, event.occurred_at_ms), offset, self.last, tip,
-                          (*self.skips, skip), self.unreadable, self.origin)
+            return Folded(
+                self.state,
+                max(self.clock, event.occurred_at_ms),
+                offset,
+                self.last,
+                tip,
+                (*self.skips, skip),
+                self.unreadable,
+                self.origin,
+            )
         same = bool(self.last) and self.last[-1].data["causation_id"] == event.data["causation_id"]
-        return Folded(evolve(self.state, event), max(self.clock, event.occurred_at_ms), offset,
-                      (*self.last, event) if same else (event,), tip, self.skips, self.unreadable, self.origin)
+        return Folded(
+            evolve(self.state, event),
+            max(self.clock, event.occurred_at_ms),
+            offset,
+            (*self.last, event) if same else (event,),
+            tip,
+            self.skips,
+            self.unreadable,
+            self.origin,
+        )
 
     def pass_over(self, offset: int, reason: str) -> Folded:
         """After a record at `offset` that did not decode: noted, nothing guessed."""
@@ -109,5 +125,8 @@ class Folded:
     @property
     def skipped(self) -> Mapping[int, Skip]:
         """The undecodable records a repair passes over, by offset, with that repair."""
-        return {record.offset: skip for record in self.unreadable
-                if (skip := covering(self.skips, record.offset)) is not None}
+        return {
+            record.offset: skip
+            for record in self.unreadable
+            if (skip := covering(self.skips, record.offset)) is not None
+        }

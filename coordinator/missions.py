@@ -10,7 +10,17 @@ from swarmlog.coordinator import placement, plan, starts, voting
 from swarmlog.coordinator.dispatch import output, route
 from swarmlog.coordinator.draft import Draft, from_millis
 from swarmlog.coordinator.state import (
-    DONE, FAILED, FINAL_TASK, MAX_ATTEMPTS, PENDING, PLAN_TASK, RUNNING, Config, ConsensusSpec, Mission, TaskSpec,
+    DONE,
+    FAILED,
+    FINAL_TASK,
+    MAX_ATTEMPTS,
+    PENDING,
+    PLAN_TASK,
+    RUNNING,
+    Config,
+    ConsensusSpec,
+    Mission,
+    TaskSpec,
 )
 from swarmlog.schemas.events import to_millis
 
@@ -32,13 +42,20 @@ def on_submitted(draft: Draft, data: Data) -> None:
         return
     submitted_at = to_millis(data["occurred_at"])
     deadline = data.get("deadline_ms")
-    draft.emit("MissionAccepted", mission_id, mission_id=mission_id, region=config.region, title=data["title"],
-               submitted_at=from_millis(submitted_at),
-               tasks=[plan.to_record(plan.from_record(task)) for task in data.get("tasks", ())],
-               planning=data.get("planning"), consensus=dataclasses.asdict(_consensus(data)),
-               final_action=data.get("final_action"),
-               deadline_at=None if deadline is None else from_millis(submitted_at + deadline),
-               token_budget=data.get("token_budget"))
+    draft.emit(
+        "MissionAccepted",
+        mission_id,
+        mission_id=mission_id,
+        region=config.region,
+        title=data["title"],
+        submitted_at=from_millis(submitted_at),
+        tasks=[plan.to_record(plan.from_record(task)) for task in data.get("tasks", ())],
+        planning=data.get("planning"),
+        consensus=dataclasses.asdict(_consensus(data)),
+        final_action=data.get("final_action"),
+        deadline_at=None if deadline is None else from_millis(submitted_at + deadline),
+        token_budget=data.get("token_budget"),
+    )
     draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="PLANNING" if data.get("planning") else "WORK")
 
 
@@ -165,9 +182,26 @@ def _end(draft: Draft, mission: Mission, name: str, cancel_reason: str, **fields
     mission_id = mission.mission_id
     for (task_id, index), replica in mission.replicas.items():
         if replica.status == RUNNING:
-            draft.emit("TaskCancelled", mission_id, mission_id=mission_id, task_id=task_id, replica=index,
-                       attempt=replica.attempt, agent_id=replica.agent_id, reason=cancel_reason)
-    draft.emit(name, mission_id, mission_id=mission_id, latency_ms=draft.now_ms - mission.submitted_at,
-               agent_count=len(mission.agents), tasks_completed=mission.completed, tasks_failed=mission.failed,
-               malformed_count=mission.malformed, consensus_ms=mission.consensus_ms, tokens_used=mission.tokens,
-               **fields)
+            draft.emit(
+                "TaskCancelled",
+                mission_id,
+                mission_id=mission_id,
+                task_id=task_id,
+                replica=index,
+                attempt=replica.attempt,
+                agent_id=replica.agent_id,
+                reason=cancel_reason,
+            )
+    draft.emit(
+        name,
+        mission_id,
+        mission_id=mission_id,
+        latency_ms=draft.now_ms - mission.submitted_at,
+        agent_count=len(mission.agents),
+        tasks_completed=mission.completed,
+        tasks_failed=mission.failed,
+        malformed_count=mission.malformed,
+        consensus_ms=mission.consensus_ms,
+        tokens_used=mission.tokens,
+        **fields,
+    )

@@ -41,8 +41,9 @@ def mission_tasks(accepted: Mapping[str, Any]) -> dict[str, TaskSpec]:
     specs: dict[str, TaskSpec] = {}
     if accepted.get("planning"):
         planning = accepted["planning"]
-        specs[PLAN_TASK] = TaskSpec(PLAN_TASK, planning["prompt"],
-                                    frozenset(planning.get("required_capabilities", ())), kind="PLAN")
+        specs[PLAN_TASK] = TaskSpec(
+            PLAN_TASK, planning["prompt"], frozenset(planning.get("required_capabilities", ())), kind="PLAN"
+        )
     specs.update((record["task_id"], from_record(record)) for record in accepted.get("tasks", ()))
     if accepted.get("final_action"):
         final = accepted["final_action"]

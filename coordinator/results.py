@@ -20,8 +20,9 @@ def on_completed(draft: Draft, data: Data) -> Rejected | None:
 
 def on_failed(draft: Draft, data: Data) -> Rejected | None:
     """Record a TaskFailed and the tokens its attempt spent (the mission retries it on another agent)."""
-    return _record(draft, data, succeeded=False, output=None, malformed=data["failure"] == "MALFORMED_OUTPUT",
-                   tokens=_tokens(data))
+    return _record(
+        draft, data, succeeded=False, output=None, malformed=data["failure"] == "MALFORMED_OUTPUT", tokens=_tokens(data)
+    )
 
 
 def on_released(draft: Draft, data: Data) -> Rejected | None:
@@ -48,9 +49,18 @@ def _record(draft: Draft, data: Data, **result: Any) -> Rejected | None:
     current = _current(found, data)
     if current or data["attempt"] < found.attempt:
         mission_id = data["mission_id"]
-        draft.emit("TaskResultRecorded", mission_id, mission_id=mission_id, task_id=data["task_id"],
-                   replica=data["replica"], attempt=data["attempt"], agent_id=data["agent_id"],
-                   latency_ms=data.get("latency_ms", 0), stale=not current, **result)
+        draft.emit(
+            "TaskResultRecorded",
+            mission_id,
+            mission_id=mission_id,
+            task_id=data["task_id"],
+            replica=data["replica"],
+            attempt=data["attempt"],
+            agent_id=data["agent_id"],
+            latency_ms=data.get("latency_ms", 0),
+            stale=not current,
+            **result,
+        )
     return None
 
 
@@ -61,8 +71,10 @@ def _replica(draft: Draft, data: Data) -> Replica | Rejected | None:
         return None
     spec = mission.tasks.get(data["task_id"])
     if spec is None or not 0 <= data["replica"] < spec.replicas:
-        return Rejected(f"mission {data['mission_id']} has no task {data['task_id']!r} replica {data['replica']}; "
-                        "the agent reported on a task it was never assigned")
+        return Rejected(
+            f"mission {data['mission_id']} has no task {data['task_id']!r} replica {data['replica']}; "
+            "the agent reported on a task it was never assigned"
+        )
     return mission.replica(data["task_id"], data["replica"])
 
 

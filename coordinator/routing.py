@@ -28,8 +28,9 @@ def capable(spec: TaskSpec, agent: Agent) -> bool:
     return score(spec.required_capabilities, agent.capabilities) > 0
 
 
-def choose(spec: TaskSpec, agents: Iterable[Agent],
-           exclude: frozenset[str] = frozenset()) -> tuple[Agent, float] | None:
+def choose(
+    spec: TaskSpec, agents: Iterable[Agent], exclude: frozenset[str] = frozenset()
+) -> tuple[Agent, float] | None:
     """The best available agent outside `exclude` and its score: highest score, then lowest load, then id."""
     eligible = [
         (score(spec.required_capabilities, agent.capabilities), agent)

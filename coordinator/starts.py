@@ -18,11 +18,22 @@ def on_started(draft: Draft, data: Data) -> None:
     if mission is None or not mission.active or data["task_id"] not in mission.tasks:
         return
     replica = mission.replica(data["task_id"], data["replica"])
-    if (replica.status, replica.attempt, replica.agent_id, replica.started) != (RUNNING, data["attempt"],
-                                                                               data["agent_id"], False):
+    if (replica.status, replica.attempt, replica.agent_id, replica.started) != (
+        RUNNING,
+        data["attempt"],
+        data["agent_id"],
+        False,
+    ):
         return
-    draft.emit("TaskStartRecorded", mission.mission_id, mission_id=mission.mission_id, task_id=data["task_id"],
-               replica=data["replica"], attempt=data["attempt"], agent_id=data["agent_id"])
+    draft.emit(
+        "TaskStartRecorded",
+        mission.mission_id,
+        mission_id=mission.mission_id,
+        task_id=data["task_id"],
+        replica=data["replica"],
+        attempt=data["attempt"],
+        agent_id=data["agent_id"],
+    )
 
 
 def take_back_unstarted(draft: Draft, mission: Mission, inputs_since_ms: int) -> None:
@@ -34,6 +45,14 @@ def take_back_unstarted(draft: Draft, mission: Mission, inputs_since_ms: int) ->
         if replica.status != RUNNING or replica.started or waited_ms < timeout_ms:
             continue
         reason = f"not started within {timeout_ms} ms of its assignment to {replica.agent_id}"
-        draft.emit("TaskCancelled", mission.mission_id, mission_id=mission.mission_id, task_id=task_id,
-                   replica=index, attempt=replica.attempt, agent_id=replica.agent_id, reason=reason)
+        draft.emit(
+            "TaskCancelled",
+            mission.mission_id,
+            mission_id=mission.mission_id,
+            task_id=task_id,
+            replica=index,
+            attempt=replica.attempt,
+            agent_id=replica.agent_id,
+            reason=reason,
+        )
         reassign(draft, (mission.mission_id, task_id, index), replica.agent_id or "", reason)

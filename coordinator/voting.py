@@ -17,16 +17,33 @@ def open_ballot(draft: Draft, mission: Mission) -> None:
     voters = consensus.voters(mission)
     ballot_id = f"{mission.mission_id}/ballot"
     if len(candidates) == 1:
-        draft.emit("ConsensusReached", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot_id,
-                   candidate_id=candidates[0].candidate_id, output=candidates[0].output, support=1.0, votes=0,
-                   voters=len(voters), strategy=mission.consensus.strategy, consensus_ms=0)
+        draft.emit(
+            "ConsensusReached",
+            mission.mission_id,
+            mission_id=mission.mission_id,
+            ballot_id=ballot_id,
+            candidate_id=candidates[0].candidate_id,
+            output=candidates[0].output,
+            support=1.0,
+            votes=0,
+            voters=len(voters),
+            strategy=mission.consensus.strategy,
+            consensus_ms=0,
+        )
         return
     records = [{"candidate_id": c.candidate_id, "agent_id": c.agent_id, "output": c.output} for c in candidates]
     deadline = from_millis(draft.now_ms + mission.consensus.window_ms)
     for voter in voters:
-        draft.emit("VoteRequested", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot_id,
-                   voter_agent_id=voter, slot=draft.state.agents[voter].slot, candidates=records,
-                   deadline_at=deadline)
+        draft.emit(
+            "VoteRequested",
+            mission.mission_id,
+            mission_id=mission.mission_id,
+            ballot_id=ballot_id,
+            voter_agent_id=voter,
+            slot=draft.state.agents[voter].slot,
+            candidates=records,
+            deadline_at=deadline,
+        )
 
 
 def on_vote_cast(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
@@ -41,17 +58,33 @@ def on_vote_cast(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
         return Rejected(f"ballot {ballot.ballot_id} has no candidate {data['candidate_id']!r}")
     if voter in ballot.votes:
         return None
-    draft.emit("VoteRecorded", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot.ballot_id,
-               voter_agent_id=voter, candidate_id=data["candidate_id"], confidence=data.get("confidence", 1.0))
+    draft.emit(
+        "VoteRecorded",
+        mission.mission_id,
+        mission_id=mission.mission_id,
+        ballot_id=ballot.ballot_id,
+        voter_agent_id=voter,
+        candidate_id=data["candidate_id"],
+        confidence=data.get("confidence", 1.0),
+    )
     mission = draft.state.missions[mission.mission_id]
     ballot = mission.ballot
     lead = consensus.leader(ballot, mission.consensus.strategy)
     if lead is not None and consensus.decided(ballot, mission.consensus):
         winner, support = lead
-        draft.emit("ConsensusReached", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot.ballot_id,
-                   candidate_id=winner.candidate_id, output=winner.output, support=support,
-                   votes=len(ballot.votes), voters=len(ballot.voters), strategy=mission.consensus.strategy,
-                   consensus_ms=draft.now_ms - ballot.opened_at)
+        draft.emit(
+            "ConsensusReached",
+            mission.mission_id,
+            mission_id=mission.mission_id,
+            ballot_id=ballot.ballot_id,
+            candidate_id=winner.candidate_id,
+            output=winner.output,
+            support=support,
+            votes=len(ballot.votes),
+            voters=len(ballot.voters),
+            strategy=mission.consensus.strategy,
+            consensus_ms=draft.now_ms - ballot.opened_at,
+        )
     return None
 
 
@@ -62,7 +95,14 @@ def close_if_expired(draft: Draft, mission: Mission) -> None:
         return
     lead = consensus.leader(ballot, mission.consensus.strategy)
     chosen = lead[0] if lead else ballot.candidates[0]
-    draft.emit("ConsensusTimedOut", mission.mission_id, mission_id=mission.mission_id, ballot_id=ballot.ballot_id,
-               votes=len(ballot.votes), voters=len(ballot.voters), candidate_id=lead[0].candidate_id if lead else None,
-               output=chosen.output, consensus_ms=draft.now_ms - ballot.opened_at)
-
+    draft.emit(
+        "ConsensusTimedOut",
+        mission.mission_id,
+        mission_id=mission.mission_id,
+        ballot_id=ballot.ballot_id,
+        votes=len(ballot.votes),
+        voters=len(ballot.voters),
+        candidate_id=lead[0].candidate_id if lead else None,
+        output=chosen.output,
+        consensus_ms=draft.now_ms - ballot.opened_at,
+    )

@@ -9,7 +9,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from swarmlog.actors import domain as agent
-from swarmlog.coordinator import Config, State, evolve as coordinator_evolve, initial as coordinator_initial
+from swarmlog.coordinator import Config, State
+from swarmlog.coordinator import evolve as coordinator_evolve
+from swarmlog.coordinator import initial as coordinator_initial
 from swarmlog.schemas.events import Event, to_millis
 from swarmlog.streams import budgets, registry, waitgraph
 from swarmlog.streams.app.config import knob
@@ -95,31 +97,75 @@ def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
     mission = state.missions.get(mission_id)
     if mission is None:
         return {}
-    agents = {f"agents/{agent_id}": jsonable(state.agents[agent_id])
-              for agent_id in sorted(mission.agents) if agent_id in state.agents}
+    agents = {
+        f"agents/{agent_id}": jsonable(state.agents[agent_id])
+        for agent_id in sorted(mission.agents)
+        if agent_id in state.agents
+    }
     return {"mission": jsonable(mission), **agents}
 
 
-COMPONENTS: dict[str, Component] = {component.name: component for component in (
-    Component("coordinator", "one region's coordinator: the fold of its journal partition", (JOURNAL,),
-              _coordinator, coordinator_evolve, key="region"),
-    Component("mission", "one mission as the coordinators see it (the whole journal)", (JOURNAL,),
-              _swarm, _keeping_retired, key="mission"),
-    Component("registry", "the agent registry and liveness (Faust table `registry`)",
-              ("swarm.agents.registry", "swarm.agents.heartbeats"), lambda *_: registry.INITIAL, registry.evolve,
-              table="registry", from_table=lambda table: registry.Registry(dict(table)),
-              evolve_all=registry.evolve_all, rows=lambda state: state.agents),
-    Component("waitgraph", "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
-              ("swarm.waits", "swarm.alerts"), lambda *_: waitgraph.INITIAL, waitgraph.evolve,
-              table="waitgraph", from_table=waitgraph.from_entries),
-    Component("budgets", "token usage per agent per window (Faust table `budgets`; the window is the worker's "
-              "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)", ("swarm.usage", "swarm.control"), lambda *_: _budgets({}),
-              budgets.evolve, table="budgets", from_table=lambda table: _budgets(dict(table)),
-              evolve_all=budgets.evolve_all, rows=lambda state: state.agents),
-    Component("agent", "one agent's task state (its rocksdict checkpoint)",
-              ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
-              lambda agent_id, _: agent.initial(agent_id), agent.evolve, key="agent"),
-)}
+COMPONENTS: dict[str, Component] = {
+    component.name: component
+    for component in (
+        Component(
+            "coordinator",
+            "one region's coordinator: the fold of its journal partition",
+            (JOURNAL,),
+            _coordinator,
+            coordinator_evolve,
+            key="region",
+        ),
+        Component(
+            "mission",
+            "one mission as the coordinators see it (the whole journal)",
+            (JOURNAL,),
+            _swarm,
+            _keeping_retired,
+            key="mission",
+        ),
+        Component(
+            "registry",
+            "the agent registry and liveness (Faust table `registry`)",
+            ("swarm.agents.registry", "swarm.agents.heartbeats"),
+            lambda *_: registry.INITIAL,
+            registry.evolve,
+            table="registry",
+            from_table=lambda table: registry.Registry(dict(table)),
+            evolve_all=registry.evolve_all,
+            rows=lambda state: state.agents,
+        ),
+        Component(
+            "waitgraph",
+            "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
+            ("swarm.waits", "swarm.alerts"),
+            lambda *_: waitgraph.INITIAL,
+            waitgraph.evolve,
+            table="waitgraph",
+            from_table=waitgraph.from_entries,
+        ),
+        Component(
+            "budgets",
+            "token usage per agent per window (Faust table `budgets`; the window is the worker's "
+            "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)",
+            ("swarm.usage", "swarm.control"),
+            lambda *_: _budgets({}),
+            budgets.evolve,
+            table="budgets",
+            from_table=lambda table: _budgets(dict(table)),
+            evolve_all=budgets.evolve_all,
+            rows=lambda state: state.agents,
+        ),
+        Component(
+            "agent",
+            "one agent's task state (its rocksdict checkpoint)",
+            ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
+            lambda agent_id, _: agent.initial(agent_id),
+            agent.evolve,
+            key="agent",
+        ),
+    )
+}
 
 
 def component(name: str) -> Component:
@@ -147,7 +193,7 @@ def jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple record
-        return {name: jsonable(item) for name, item in zip(value._fields, value)}
+        return {name: jsonable(item) for name, item in zip(value._fields, value, strict=False)}
     if isinstance(value, Mapping):
         return {_name(key): jsonable(item) for key, item in sorted(value.items(), key=lambda kv: _name(kv[0]))}
     if isinstance(value, Set):

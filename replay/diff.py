@@ -70,8 +70,11 @@ class LiveCheck:
 
 def differences(rebuilt: dict[str, Any], live: dict[str, Any]) -> tuple[Difference, ...]:
     """Every entry, in key order, that is not the same on both sides."""
-    return tuple(Difference(key, rebuilt.get(key), live.get(key)) for key in sorted(rebuilt.keys() | live.keys())
-                 if rebuilt.get(key) != live.get(key))
+    return tuple(
+        Difference(key, rebuilt.get(key), live.get(key))
+        for key in sorted(rebuilt.keys() | live.keys())
+        if rebuilt.get(key) != live.get(key)
+    )
 
 
 async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> Comparison:
@@ -81,20 +84,28 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
     path = data_dir / region
     snapshot = snapshots.load(path) if path.exists() else None
     if snapshot is None:
-        raise NoLiveState(f"no coordinator snapshot under {path}; pass --data-dir where `swarmlog coordinator` "
-                          "keeps it (default <cache dir>/coordinator)")
+        raise NoLiveState(
+            f"no coordinator snapshot under {path}; pass --data-dir where `swarmlog coordinator` "
+            "keeps it (default <cache dir>/coordinator)"
+        )
     partition = settings.region_names.index(region)
     reading = await read(settings, [JOURNAL], Span(to_offset=snapshot.offset), {JOURNAL: [partition]})
     rebuilt = replay(coordinator, region, settings.region_names, reading.records)
     live = _with_timeouts_of(snapshot.state, rebuilt.state)
-    return Comparison("coordinator", f"snapshot {path} @ offset {snapshot.offset}", rebuilt.events,
-                      differences(coordinator.view(rebuilt.state), coordinator.view(live)), rebuilt.problems)
+    return Comparison(
+        "coordinator",
+        f"snapshot {path} @ offset {snapshot.offset}",
+        rebuilt.events,
+        differences(coordinator.view(rebuilt.state), coordinator.view(live)),
+        rebuilt.problems,
+    )
 
 
 def _with_timeouts_of(live: State, rebuilt: State) -> State:
     """The live state with the rebuild's timeouts: they are the coordinator's flags, not facts of its journal."""
-    config = dataclasses.replace(live.config, start_timeout_ms=rebuilt.config.start_timeout_ms,
-                                 retain_ended_ms=rebuilt.config.retain_ended_ms)
+    config = dataclasses.replace(
+        live.config, start_timeout_ms=rebuilt.config.start_timeout_ms, retain_ended_ms=rebuilt.config.retain_ended_ms
+    )
     return dataclasses.replace(live, config=config)
 
 
@@ -103,26 +114,31 @@ async def diff_table(settings: Settings, name: str, app_id: str) -> Comparison:
     ValueError for a component no table holds."""
     table = component(name)
     if table.table is None or table.from_table is None:
-        raise ValueError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or "
-                         "budgets")
+        raise ValueError(f"{name} has no live table to compare with; diff coordinator, registry, waitgraph or budgets")
     changelog = f"{app_id}-{table.table}-changelog"
     live, unreadable = await read_table(settings, changelog, app_id)
     reading = await read(settings, table.topics)
     rebuilt = replay(table, None, settings.region_names, reading.records)
-    return Comparison(name, f"changelog {changelog}", rebuilt.events,
-                      differences(table.view(rebuilt.state), table.view(table.from_table(live))),
-                      rebuilt.problems, unreadable)
+    return Comparison(
+        name,
+        f"changelog {changelog}",
+        rebuilt.events,
+        differences(table.view(rebuilt.state), table.view(table.from_table(live))),
+        rebuilt.problems,
+        unreadable,
+    )
 
 
-async def read_table(settings: Settings, changelog: str,
-                     app_id: str) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+async def read_table(settings: Settings, changelog: str, app_id: str) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """A Faust table's contents from its changelog (JSON keys, pickled fold records; the latest value per key wins),
     and the records that are not a table row, with their coordinates (their keys then read as absent);
     NoLiveState when there is no such changelog."""
     reading = await read(settings, [changelog])
     if reading.absent:
-        raise NoLiveState(f"no changelog topic {changelog} on {settings.bootstrap}: no streams worker with app id "
-                          f"{app_id!r} has kept that table there (`swarmlog streams`; --app-id names another)")
+        raise NoLiveState(
+            f"no changelog topic {changelog} on {settings.bootstrap}: no streams worker with app id "
+            f"{app_id!r} has kept that table there (`swarmlog streams`; --app-id names another)"
+        )
     values: dict[str, Any] = {}
     problems: list[Problem] = []
     for record in reading.records:
@@ -152,8 +168,9 @@ def has_live_state(target: Component) -> bool:
     return target.name == "coordinator" or target.table is not None
 
 
-async def against_live(settings: Settings, targets: Sequence[tuple[Component, str | None]], data_dir: Path,
-                       app_id: str) -> tuple[LiveCheck, ...]:
+async def against_live(
+    settings: Settings, targets: Sequence[tuple[Component, str | None]], data_dir: Path, app_id: str
+) -> tuple[LiveCheck, ...]:
     """Each target that has a live state diffed against it (coordinators' snapshots under `data_dir`, the tables of
     the streams worker `app_id`); a missing live state is said, not failed."""
     checks = []
@@ -166,6 +183,7 @@ async def against_live(settings: Settings, targets: Sequence[tuple[Component, st
         except NoLiveState as absent:
             checks.append(LiveCheck(target.name, key, None, note=str(absent)))
         else:
-            checks.append(LiveCheck(target.name, key, compared.live, len(compared.differences),
-                                    len(compared.live_problems)))
+            checks.append(
+                LiveCheck(target.name, key, compared.live, len(compared.differences), len(compared.live_problems))
+            )
     return tuple(checks)

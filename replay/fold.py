@@ -98,7 +98,7 @@ def _in_fold_order(records: list[Record]) -> bool:
         return False
     last: dict[tuple[str, int], int] = {}
     latest = last.get
-    for place, offset in zip(map(_PARTITION, records), map(_OFFSET, records)):
+    for place, offset in zip(map(_PARTITION, records), map(_OFFSET, records), strict=False):
         if latest(place, -1) >= offset:
             return False
         last[place] = offset
@@ -114,15 +114,17 @@ def decoded(records: Iterable[Record], codec: Codec | None = None) -> Iterator[t
     for record in records:
         carries = carried(record.topic)
         try:
-            event: Event | Problem = decode(record.value or b"") if carries is None else input_event(codec, record,
-                                                                                                     carries)
+            event: Event | Problem = (
+                decode(record.value or b"") if carries is None else input_event(codec, record, carries)
+            )
         except DecodeError as error:
             event = Problem(record.topic, record.partition, record.offset, error.reason)
         yield record, event
 
 
-def selected(component: Component, key: str | None, regions: tuple[str, ...],
-             records: Iterable[Record]) -> list[Record]:
+def selected(
+    component: Component, key: str | None, regions: tuple[str, ...], records: Iterable[Record]
+) -> list[Record]:
     """The records of the component's source topics (and partitions), in fold order."""
     topics, partitions = component.topics, component.partitions(key, regions)
     if partitions is None:
@@ -130,8 +132,13 @@ def selected(component: Component, key: str | None, regions: tuple[str, ...],
     return ordered([record for record in records if record.topic in topics and record.partition in partitions])
 
 
-def replay(component: Component, key: str | None, regions: tuple[str, ...], records: Iterable[Record],
-           codec: Codec | None = None) -> Replayed:
+def replay(
+    component: Component,
+    key: str | None,
+    regions: tuple[str, ...],
+    records: Iterable[Record],
+    codec: Codec | None = None,
+) -> Replayed:
     """The component's state after folding `records` (of its topics) from its initial state, with the problems; a
     component whose table is partitioned like its topics folds each partition on its own, as that table does."""
     key = component.resolve(key, regions)

@@ -47,8 +47,11 @@ class History:
 def fingerprints(records: Iterable[Record]) -> dict[str, str]:
     """Fingerprint (hex) → schema label (e.g. TaskAssigned v1) of every single-object record among `records`."""
     labels = {version.fingerprint: version.label for version in default_catalog()}
-    used = {record.value[2:HEADER_SIZE] for record in records
-            if record.value and record.value[:2] == MAGIC and len(record.value) >= HEADER_SIZE}
+    used = {
+        record.value[2:HEADER_SIZE]
+        for record in records
+        if record.value and record.value[:2] == MAGIC and len(record.value) >= HEADER_SIZE
+    }
     return {fp.hex(): labels.get(fp, "unknown") for fp in sorted(used)}
 
 
@@ -57,14 +60,33 @@ def export(path: Path, records: Iterable[Record], regions: tuple[str, ...], sele
     records = tuple(records)
     topics = sorted({record.topic for record in records})
     index = {topic: number for number, topic in enumerate(topics)}
-    header = {"format": FORMAT, "version": VERSION, "regions": list(regions), "selection": dict(selection),
-              "schemas": fingerprints(records), "records": len(records), "topics": topics}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "regions": list(regions),
+        "selection": dict(selection),
+        "schemas": fingerprints(records),
+        "records": len(records),
+        "topics": topics,
+    }
     with gzip.GzipFile(path, "wb", compresslevel=COMPRESSION, mtime=0) as out:
         out.write(json.dumps(header, sort_keys=True).encode() + b"\n")
         for first in range(0, len(records), WRITE_CHUNK):
-            out.write(b"".join(FRAME.pack(index[record.topic], record.partition, record.offset, record.timestamp,
-                                          _size(record.key), _size(record.value)) + (record.key or b"")
-                               + (record.value or b"") for record in records[first:first + WRITE_CHUNK]))
+            out.write(
+                b"".join(
+                    FRAME.pack(
+                        index[record.topic],
+                        record.partition,
+                        record.offset,
+                        record.timestamp,
+                        _size(record.key),
+                        _size(record.value),
+                    )
+                    + (record.key or b"")
+                    + (record.value or b"")
+                    for record in records[first : first + WRITE_CHUNK]
+                )
+            )
     return len(records)
 
 
@@ -82,11 +104,11 @@ def load(path: Path, topics: Collection[str] | None = None) -> History:
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") not in READABLE:
-        raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {blob[:max(end, 0)][:120]!r})")
+        raise ValueError(f"{path} is not a {FORMAT} v{VERSION} file (header {blob[: max(end, 0)][:120]!r})")
     with collector_paused():  # a million new records, none in a cycle
         try:
             if header["version"] == 1:
-                records = (_record(json.loads(line)) for line in blob[end + 1:].splitlines())
+                records = (_record(json.loads(line)) for line in blob[end + 1 :].splitlines())
                 return History(header, tuple(r for r in records if topics is None or r.topic in topics))
             return History(header, tuple(_frames(blob, end + 1, header["topics"], topics)))
         except (KeyError, TypeError) as exc:  # a version 1 line or the header without its fields
@@ -99,17 +121,20 @@ def _frames(blob: bytes, pos: int, names: list[str], topics: Collection[str] | N
     unpack, size, end = FRAME.unpack_from, FRAME.size, len(blob)
     while pos < end:
         if pos + size > end:
-            raise ValueError(f"history file truncated: a frame header at byte {pos} needs {pos + size - end} "
-                             "more bytes")
+            raise ValueError(
+                f"history file truncated: a frame header at byte {pos} needs {pos + size - end} more bytes"
+            )
         topic, partition, offset, timestamp, key_size, value_size = unpack(blob, pos)
         if topic >= len(names):
-            raise ValueError(f"history file corrupt: the frame at byte {pos} names topic #{topic}; the header lists "
-                             f"{len(names)}")
+            raise ValueError(
+                f"history file corrupt: the frame at byte {pos} names topic #{topic}; the header lists {len(names)}"
+            )
         start = pos + size
         pos = start + max(key_size, 0) + max(value_size, 0)
         if pos > end:
-            raise ValueError(f"history file truncated: the record at offset {offset} of {names[topic]} needs "
-                             f"{pos - end} more bytes")
+            raise ValueError(
+                f"history file truncated: the record at offset {offset} of {names[topic]} needs {pos - end} more bytes"
+            )
         if wanted[topic]:
             split = start + max(key_size, 0)
             key = None if key_size < 0 else blob[start:split]
@@ -122,8 +147,9 @@ def _size(raw: bytes | None) -> int:
 
 
 def _record(line: Mapping[str, Any]) -> Record:
-    return Record(line["topic"], line["partition"], line["offset"], line["timestamp"], _bytes(line["key"]),
-                  _bytes(line["value"]))
+    return Record(
+        line["topic"], line["partition"], line["offset"], line["timestamp"], _bytes(line["key"]), _bytes(line["value"])
+    )
 
 
 def _bytes(text: str | None) -> bytes | None:

@@ -38,7 +38,7 @@ async def rebuild_memory(settings: Settings, now_ms: int) -> Rebuilt:
     client = aioredis.from_url(settings.redis_url)
     try:
         for start in range(0, len(writes), memorybus.CHUNK):
-            await memorybus.write(client, writes[start:start + memorybus.CHUNK], now_ms)
+            await memorybus.write(client, writes[start : start + memorybus.CHUNK], now_ms)
     finally:
         await client.aclose()
     return Rebuilt(len(writes), len(events) - len(problems) - len(writes), problems)

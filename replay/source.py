@@ -36,10 +36,12 @@ class Span:
 
     def keeps(self, record: Record) -> bool:
         """Whether a record is inside the span (the check that makes a scan exact)."""
-        return ((self.from_offset is None or record.offset >= self.from_offset)
-                and (self.to_offset is None or record.offset <= self.to_offset)
-                and (self.from_ms is None or record.timestamp >= self.from_ms)
-                and (self.to_ms is None or record.timestamp <= self.to_ms))
+        return (
+            (self.from_offset is None or record.offset >= self.from_offset)
+            and (self.to_offset is None or record.offset <= self.to_offset)
+            and (self.from_ms is None or record.timestamp >= self.from_ms)
+            and (self.to_ms is None or record.timestamp <= self.to_ms)
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,13 +54,22 @@ class Reading:
     """The topics asked for that the broker does not have."""
 
 
-async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
-               partitions: Mapping[str, Iterable[int]] | None = None, timeout_s: float = TIMEOUT_S) -> Reading:
+async def read(
+    settings: Settings,
+    topics: Iterable[str],
+    span: Span = Span(),
+    partitions: Mapping[str, Iterable[int]] | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> Reading:
     """Every record of `topics` (optionally only some partitions) inside `span`, up to the ends at start."""
     kafka = idempotence_supported(settings)
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-replay",
-                                enable_auto_commit=False, auto_offset_reset="earliest",
-                                isolation_level="read_committed" if kafka else "read_uncommitted")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        client_id="swarmlog-replay",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if kafka else "read_uncommitted",
+    )
     try:
         await consumer.start()
     except KafkaError as exc:
@@ -73,8 +84,9 @@ async def read(settings: Settings, topics: Iterable[str], span: Span = Span(),
             ranges = await (_seek(consumer, tps, span) if kafka else _scan(consumer, tps))
             records = await _fetch(consumer, ranges)
     except TimeoutError:
-        raise ServiceError(f"reading {', '.join(sorted(set(topics)))} took over {timeout_s} s; is the broker "
-                           "healthy?") from None
+        raise ServiceError(
+            f"reading {', '.join(sorted(set(topics)))} took over {timeout_s} s; is the broker healthy?"
+        ) from None
     finally:
         await consumer.stop()
     timed = span.from_ms is not None or span.to_ms is not None
@@ -95,26 +107,34 @@ def cut_as_kafka_seeks(records: Iterable[Record], span: Span) -> list[Record]:
         by_partition.setdefault((record.topic, record.partition), []).append(record)
     kept: list[Record] = []
     for partition in by_partition.values():
-        start = next((i for i, r in enumerate(partition) if span.from_ms is None or r.timestamp >= span.from_ms),
-                     len(partition))
-        stop = next((i for i, r in enumerate(partition) if span.to_ms is not None and r.timestamp > span.to_ms),
-                    len(partition))
+        start = next(
+            (i for i, r in enumerate(partition) if span.from_ms is None or r.timestamp >= span.from_ms), len(partition)
+        )
+        stop = next(
+            (i for i, r in enumerate(partition) if span.to_ms is not None and r.timestamp > span.to_ms), len(partition)
+        )
         kept += partition[start:stop]
     return kept
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topics: Iterable[str],
-                      chosen: Mapping[str, Iterable[int]]) -> tuple[list[TopicPartition], tuple[str, ...]]:
+async def _partitions(
+    consumer: AIOKafkaConsumer, topics: Iterable[str], chosen: Mapping[str, Iterable[int]]
+) -> tuple[list[TopicPartition], tuple[str, ...]]:
     """The partitions to read (the chosen ones of a topic, else all it has), and the topics that do not exist."""
     cluster = await consumer._client.fetch_all_metadata()  # the public topics() keeps the names, not the partitions
     names = list(dict.fromkeys(topics))
     absent = tuple(topic for topic in names if cluster.partitions_for_topic(topic) is None)
-    return [TopicPartition(topic, index) for topic in names if topic not in absent
-            for index in sorted(chosen.get(topic) or cluster.partitions_for_topic(topic))], absent
+    return [
+        TopicPartition(topic, index)
+        for topic in names
+        if topic not in absent
+        for index in sorted(chosen.get(topic) or cluster.partitions_for_topic(topic))
+    ], absent
 
 
-async def _seek(consumer: AIOKafkaConsumer, tps: list[TopicPartition],
-                span: Span) -> dict[TopicPartition, tuple[int, int]]:
+async def _seek(
+    consumer: AIOKafkaConsumer, tps: list[TopicPartition], span: Span
+) -> dict[TopicPartition, tuple[int, int]]:
     """Kafka: [first, end) per partition from the log's offsets and, for times, `offsets_for_times`."""
     begins, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
     firsts, stops = dict(begins), dict(ends)
@@ -151,7 +171,10 @@ async def _fetch(consumer: AIOKafkaConsumer, ranges: dict[TopicPartition, tuple[
         batches = await consumer.getmany(*pending, timeout_ms=POLL_MS)
         for tp, batch in batches.items():
             topic, partition, stop = tp.topic, tp.partition, pending.get(tp, -1)
-            records += [Record(topic, partition, record.offset, record.timestamp, record.key, record.value)
-                        for record in batch if record.offset < stop]
+            records += [
+                Record(topic, partition, record.offset, record.timestamp, record.key, record.value)
+                for record in batch
+                if record.offset < stop
+            ]
         pending = {tp: stop for tp, stop in pending.items() if await consumer.position(tp) < stop}
     return records

@@ -9,8 +9,12 @@ from swarmlog.replay.components import JOURNAL
 from swarmlog.replay.fold import Problem, Record, Repairs, decoded
 from swarmlog.schemas.events import Event
 
-PHASE_OF = {"MissionAccepted": "ACCEPTED", "MissionCompleted": "COMPLETED", "MissionFailed": "FAILED",
-            "MissionRejected": "REJECTED"}
+PHASE_OF = {
+    "MissionAccepted": "ACCEPTED",
+    "MissionCompleted": "COMPLETED",
+    "MissionFailed": "FAILED",
+    "MissionRejected": "REJECTED",
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,8 +98,21 @@ def _steps(found: list[tuple[Record, Event]]) -> list[Step]:
         tokens = data.get("tokens", data.get("tokens_used"))
         if "prompt_tokens" in data:
             tokens = data["prompt_tokens"] + data["completion_tokens"]
-        steps.append(Step(event.occurred_at_ms, record.topic, record.partition, record.offset, event.name,
-                          event.event_id, data.get("causation_id"), phase,
-                          data.get("agent_id", data.get("voter_agent_id")), data.get("task_id"), data.get("attempt"),
-                          data.get("latency_ms"), tokens))
+        steps.append(
+            Step(
+                event.occurred_at_ms,
+                record.topic,
+                record.partition,
+                record.offset,
+                event.name,
+                event.event_id,
+                data.get("causation_id"),
+                phase,
+                data.get("agent_id", data.get("voter_agent_id")),
+                data.get("task_id"),
+                data.get("attempt"),
+                data.get("latency_ms"),
+                tokens,
+            )
+        )
     return steps

@@ -36,18 +36,23 @@ class Verification:
     def ok(self) -> bool:
         """Everything decoded (or is passed over by a recorded journal repair), every fold was deterministic, and
         every live state found equals its rebuild."""
-        return (all(problem.skipped for problem in self.problems) and all(check.deterministic for check in self.checks)
-                and all(check.equal for check in self.live))
+        return (
+            all(problem.skipped for problem in self.problems)
+            and all(check.deterministic for check in self.checks)
+            and all(check.equal for check in self.live)
+        )
 
 
 def default_targets(regions: Sequence[str]) -> list[tuple[Component, str | None]]:
     """Each region's coordinator and every component that needs no key."""
     return [(COMPONENTS["coordinator"], region) for region in regions] + [
-        (each, None) for each in COMPONENTS.values() if each.key is None]
+        (each, None) for each in COMPONENTS.values() if each.key is None
+    ]
 
 
-def verify(records: Sequence[Record], regions: tuple[str, ...],
-           targets: Sequence[tuple[Component, str | None]]) -> Verification:
+def verify(
+    records: Sequence[Record], regions: tuple[str, ...], targets: Sequence[tuple[Component, str | None]]
+) -> Verification:
     """Decode every record (problems with coordinates) and fold each target twice, comparing canonical bytes."""
     repairs, problems = Repairs(), []
     for record, event in decoded(records):
@@ -59,6 +64,13 @@ def verify(records: Sequence[Record], regions: tuple[str, ...],
     for target, key in targets:
         first, second = (replay(target, key, regions, records) for _ in range(2))
         once, twice = (canonical(target.view(run.state, key)).encode() for run in (first, second))
-        checks.append(Check(target.name, target.resolve(key, regions), first.events, once == twice,
-                            hashlib.sha256(once).hexdigest()[:16]))
+        checks.append(
+            Check(
+                target.name,
+                target.resolve(key, regions),
+                first.events,
+                once == twice,
+                hashlib.sha256(once).hexdigest()[:16],
+            )
+        )
     return Verification(len(records), tuple(checks), repairs.resolve(problems))

@@ -95,7 +95,9 @@ class Codec:
         """`compiled=False` reads with the generated Python readers even where the Cython build of them exists."""
         self._framing = framing or SingleObjectFraming()
         built = native.readers() if compiled else {}
-        self._readers = {version.fingerprint: _plan(version, catalog.latest(version.name), built) for version in catalog}
+        self._readers = {
+            version.fingerprint: _plan(version, catalog.latest(version.name), built) for version in catalog
+        }
         self._writers = {name: self._readers[catalog.latest(name).fingerprint] for name in catalog.names()}
 
     def encode(self, event: Event) -> bytes:

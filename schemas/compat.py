@@ -112,8 +112,7 @@ def check_schemas(root: Path = PACKAGE_DIR, *, update_lock: bool = False) -> lis
             lock.writelines(f"{version.label} {version.fingerprint.hex()}\n" for version in new)
     elif new:
         problems += [
-            f"{version.label} is not in {LOCK_NAME}; publish it with "
-            "`python -m swarmlog.schemas.compat --update-lock`"
+            f"{version.label} is not in {LOCK_NAME}; publish it with `python -m swarmlog.schemas.compat --update-lock`"
             for version in new
         ]
     return problems

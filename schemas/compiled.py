@@ -94,23 +94,41 @@ class Generator:
     @staticmethod
     def varint(target: str, indent: str) -> list[str]:
         """Lines reading a zig-zag varint into `target`: one byte inline, longer ones through `_long`."""
-        return [f"{indent}{target} = b[p]", f"{indent}if {target} < 128:", f"{indent}    p += 1",
-                f"{indent}    {target} = ({target} >> 1) ^ -({target} & 1)", f"{indent}else:",
-                f"{indent}    {target}, p = _long(b, p)"]
+        return [
+            f"{indent}{target} = b[p]",
+            f"{indent}if {target} < 128:",
+            f"{indent}    p += 1",
+            f"{indent}    {target} = ({target} >> 1) ^ -({target} & 1)",
+            f"{indent}else:",
+            f"{indent}    {target}, p = _long(b, p)",
+        ]
 
     @staticmethod
     def small(target: str, indent: str) -> list[str]:
         """Lines reading a one-byte varint's raw byte (not zig-zag decoded) into `target`; a longer one is doubted."""
-        return [f"{indent}{target} = b[p]", f"{indent}p += 1", f"{indent}if {target} > 127:",
-                f"{indent}    raise ValueError('union or enum index past one byte')"]
+        return [
+            f"{indent}{target} = b[p]",
+            f"{indent}p += 1",
+            f"{indent}if {target} > 127:",
+            f"{indent}    raise ValueError('union or enum index past one byte')",
+        ]
 
     @staticmethod
     def run_end(indent: str) -> list[str]:
         """Lines setting `e` to the end of the byte run whose length varint is at `p`, and `p` to its start."""
-        return [f"{indent}n = b[p]", f"{indent}if n < 128:", f"{indent}    p += 1", f"{indent}    if n & 1:",
-                f"{indent}        raise ValueError('negative length')", f"{indent}    e = p + (n >> 1)",
-                f"{indent}else:", f"{indent}    n, p = _long(b, p)", f"{indent}    e = _length(n, p, size)",
-                f"{indent}if e > size:", f"{indent}    raise ValueError('length past the payload')"]
+        return [
+            f"{indent}n = b[p]",
+            f"{indent}if n < 128:",
+            f"{indent}    p += 1",
+            f"{indent}    if n & 1:",
+            f"{indent}        raise ValueError('negative length')",
+            f"{indent}    e = p + (n >> 1)",
+            f"{indent}else:",
+            f"{indent}    n, p = _long(b, p)",
+            f"{indent}    e = _length(n, p, size)",
+            f"{indent}if e > size:",
+            f"{indent}    raise ValueError('length past the payload')",
+        ]
 
     def value(self, schema: Any, target: str, namespace: str, indent: str) -> list[str]:
         """Lines that read one value of `schema` at `p` into `target` and advance `p`."""
@@ -131,8 +149,12 @@ class Generator:
             self.named_schemas[_full_name(schema, namespace)] = schema
             symbols = self.constant(tuple(schema["symbols"]))
             # An even byte is index n >> 1; an odd one is negative, and a missing symbol raises IndexError.
-            return [*self.small("n", indent), f"{indent}if n & 1:", f"{indent}    raise ValueError('negative index')",
-                    f"{indent}{target} = {symbols}[n >> 1]"]
+            return [
+                *self.small("n", indent),
+                f"{indent}if n & 1:",
+                f"{indent}    raise ValueError('negative index')",
+                f"{indent}{target} = {symbols}[n >> 1]",
+            ]
         if kind in ("array", "map"):
             return self.blocks(schema, target, namespace, indent)
         raise Unsupported(f"type {kind!r}")
@@ -150,12 +172,15 @@ class Generator:
         }.get(kind)
         if then is not None:
             return [*self.varint("n", indent), *(indent + line for line in then)]
-        return [indent + line for line in {
-            "null": [f"{target} = None"],
-            "boolean": [f"{target} = _boolean(b[p])", "p += 1"],
-            "float": [f"{target}, = _float(b, p)", "p += 4"],
-            "double": [f"{target}, = _double(b, p)", "p += 8"],
-        }[kind]]
+        return [
+            indent + line
+            for line in {
+                "null": [f"{target} = None"],
+                "boolean": [f"{target} = _boolean(b[p])", "p += 1"],
+                "float": [f"{target}, = _float(b, p)", "p += 4"],
+                "double": [f"{target}, = _double(b, p)", "p += 8"],
+            }[kind]
+        ]
 
     def union(self, branches: list, target: str, namespace: str, indent: str) -> list[str]:
         lines = self.small("n", indent)
@@ -168,10 +193,15 @@ class Generator:
         """An array or map: blocks of items, a negative count followed by the block's byte size, until 0."""
         items, count, inner = self.fresh("_items"), self.fresh("_count"), indent + "        "
         is_map = schema["type"] == "map"
-        lines = [f"{indent}{items} = {{}}" if is_map else f"{indent}{items} = []",
-                 *self.varint(count, indent), f"{indent}while {count}:",
-                 f"{indent}    if {count} < 0:", f"{indent}        {count} = -{count}",
-                 f"{indent}        _, p = _long(b, p)", f"{indent}    for _ in range({count}):"]
+        lines = [
+            f"{indent}{items} = {{}}" if is_map else f"{indent}{items} = []",
+            *self.varint(count, indent),
+            f"{indent}while {count}:",
+            f"{indent}    if {count} < 0:",
+            f"{indent}        {count} = -{count}",
+            f"{indent}        _, p = _long(b, p)",
+            f"{indent}    for _ in range({count}):",
+        ]
         if is_map:
             key = self.fresh("_key")
             lines += self.primitive("string", None, key, inner)
@@ -192,9 +222,17 @@ def compile_reader(schema: Mapping[str, Any]) -> Reader:
     """The generated reader of bodies written with the record `schema`; Unsupported when it cannot make one."""
     generator = Generator()
     entry = generator.record(schema, "")
-    scope: dict[str, Any] = {"_long": _long, "_int": _int, "_length": _length, "_boolean": _boolean,
-                             "_float": _FLOAT, "_double": _DOUBLE, "_EPOCH": EPOCH, "_timedelta": timedelta,
-                             **generator.constants}
+    scope: dict[str, Any] = {
+        "_long": _long,
+        "_int": _int,
+        "_length": _length,
+        "_boolean": _boolean,
+        "_float": _FLOAT,
+        "_double": _DOUBLE,
+        "_EPOCH": EPOCH,
+        "_timedelta": timedelta,
+        **generator.constants,
+    }
     exec(compile("\n\n".join(generator.functions), f"<avro reader {_full_name(schema, '')}>", "exec"), scope)
     return scope[entry]
 

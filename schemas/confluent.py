@@ -63,7 +63,9 @@ class HttpSchemaRegistry:
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
-            raise ServiceError(f"schema registry {self._url} answered {exc.code} to {method} {path}: {exc.read()!r}") from exc
+            raise ServiceError(
+                f"schema registry {self._url} answered {exc.code} to {method} {path}: {exc.read()!r}"
+            ) from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise ServiceError(
                 f"schema registry {self._url} did not answer {method} {path}: {exc}; "

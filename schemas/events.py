@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 NAMESPACE = "swarmlog.v1"
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -39,6 +39,6 @@ def to_millis(value: datetime | int) -> int:
     if isinstance(value, int):
         return value
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     delta = value - EPOCH
     return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000

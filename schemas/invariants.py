@@ -95,7 +95,7 @@ def _find_cycle(edges: Mapping[str, Collection[str]]) -> list[str]:
                 done.add(path.pop())
                 stack.pop()
             elif successor in path:
-                return path[path.index(successor) :] + [successor]
+                return [*path[path.index(successor) :], successor]
             elif successor not in done:
                 path.append(successor)
                 stack.append(iter(edges[successor]))
@@ -140,7 +140,9 @@ def _deadlock(record: Record) -> None:
 def _budget_window(record: Record) -> None:
     """A budget window ends after it starts."""
     if to_millis(record["window_end"]) <= to_millis(record["window_start"]):
-        raise InvariantViolation(f"window_end {record['window_end']} must be after window_start {record['window_start']}")
+        raise InvariantViolation(
+            f"window_end {record['window_end']} must be after window_start {record['window_start']}"
+        )
 
 
 # Rules keyed by record name, for the structure of one kind of event.

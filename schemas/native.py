@@ -55,8 +55,11 @@ def _typed(function: str) -> str:
     header, body = function.split("\n", 1)
     name = header.removeprefix("def ").split("(")[0]
     counts = sorted(set(_COUNTS.findall(body)))
-    declarations = ["    cdef Py_ssize_t size, e", "    cdef long long n",
-                    *([f"    cdef long long {', '.join(counts)}"] if counts else [])]
+    declarations = [
+        "    cdef Py_ssize_t size, e",
+        "    cdef long long n",
+        *([f"    cdef long long {', '.join(counts)}"] if counts else []),
+    ]
     return "\n".join([f"def {name}(bytes b, Py_ssize_t p):", *declarations, body])
 
 
@@ -81,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {SOURCE}; rebuild it with: make setup")
         return 0
     if not SOURCE.exists() or SOURCE.read_text(encoding="utf-8") != text:
-        print(f"{SOURCE} is out of date with the schemas: run python -m swarmlog.schemas.native --write",
-              file=sys.stderr)
+        print(
+            f"{SOURCE} is out of date with the schemas: run python -m swarmlog.schemas.native --write", file=sys.stderr
+        )
         return 1
     print(f"{SOURCE.name} is current")
     return 0

@@ -26,9 +26,9 @@ from pathlib import Path
 VERSION = "0.3.36"
 FLAG_SETS = {
     "portable": "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
-                "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
+    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
     "baseline": "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF "
-                "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
+    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
 }
 ORDER = ("portable", "baseline")
 MARKER = "flag set: "
@@ -72,13 +72,27 @@ def wheel(flag_set: str) -> Path:
     say(f"building llama.cpp {VERSION} with the {flag_set} flags (about 4 minutes on 2 cores): {flags}")
     folder.mkdir(parents=True, exist_ok=True)
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-w", str(folder),
-         f"llama-cpp-python=={VERSION}"],
-        env=os.environ | {"CMAKE_ARGS": flags, "FORCE_CMAKE": "1"}, capture_output=True, text=True, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-cache-dir",
+            "-w",
+            str(folder),
+            f"llama-cpp-python=={VERSION}",
+        ],
+        env=os.environ | {"CMAKE_ARGS": flags, "FORCE_CMAKE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     found = sorted(folder.glob("llama_cpp_python-*.whl"))
     if build.returncode != 0 or not found:
-        sys.exit(f"building llama-cpp-python failed (exit {build.returncode}):\n{build.stdout[-3000:]}"
-                 f"{build.stderr[-3000:]}")
+        sys.exit(
+            f"building llama-cpp-python failed (exit {build.returncode}):\n{build.stdout[-3000:]}{build.stderr[-3000:]}"
+        )
     (folder / "FLAGS").write_text(flags + "\n")
     return found[0]
 
@@ -90,8 +104,9 @@ def install(flag_set: str) -> None:
     if installed == flag_set:
         return
     say(f"installing llama-cpp-python {VERSION} ({flag_set} build)")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(built)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(built)], check=True
+    )
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"{built}[server]"], check=True)
     stamp_path().write_text(MARKER + flag_set + "\n")
 
@@ -113,8 +128,9 @@ def installed_flag_set() -> str | None:
 def smoke(model: Path, timeout_s: float = 300.0, program: str = SMOKE) -> str | None:
     """Run one short generation in a child process: None when it worked, else what went wrong and its output."""
     try:
-        result = subprocess.run([sys.executable, "-c", program, str(model)], capture_output=True, text=True,
-                                timeout=timeout_s, check=False)
+        result = subprocess.run(
+            [sys.executable, "-c", program, str(model)], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
     except subprocess.TimeoutExpired:
         return f"no answer within {timeout_s:.0f} s"
     if result.returncode == 0:
@@ -138,8 +154,10 @@ def check_readers() -> None:
         return
     from swarmlog.services.process import describe_exit
 
-    say(f"the compiled Avro readers failed on this CPU (the check {describe_exit(result.returncode)}); removing "
-        f"{spec.origin}: decoding uses their Python form")
+    say(
+        f"the compiled Avro readers failed on this CPU (the check {describe_exit(result.returncode)}); removing "
+        f"{spec.origin}: decoding uses their Python form"
+    )
     Path(spec.origin).unlink()
 
 
@@ -159,7 +177,7 @@ def check() -> None:
     check_readers()
     model = model_path()
     current = installed_flag_set() or ORDER[0]
-    for flag_set in ORDER[ORDER.index(current):]:
+    for flag_set in ORDER[ORDER.index(current) :]:
         install(flag_set)
         problem = smoke(model)
         if problem is None:

@@ -62,16 +62,26 @@ INITIAL = Budgets()
 
 def evolve(state: Budgets, event: Event) -> Budgets:
     """The budgets after `event`, without the usages expired by its time; other events leave them as they are."""
-    agents = evolve_by_agent(state.agents, event, functools.partial(evolve_usage, window_ms=state.window_ms),
-                             functools.partial(expires_at, window_ms=state.window_ms))
+    agents = evolve_by_agent(
+        state.agents,
+        event,
+        functools.partial(evolve_usage, window_ms=state.window_ms),
+        functools.partial(expires_at, window_ms=state.window_ms),
+    )
     return state if agents is state.agents else replace(state, agents=agents)
 
 
 def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
     """`evolve` over `events` in order, with the usages held in a dict meanwhile, as the worker's table holds them."""
-    return replace(state, agents=fold_by_agent(state.agents, events,
-                                                functools.partial(evolve_usage, window_ms=state.window_ms),
-                                                functools.partial(expires_at, window_ms=state.window_ms)))
+    return replace(
+        state,
+        agents=fold_by_agent(
+            state.agents,
+            events,
+            functools.partial(evolve_usage, window_ms=state.window_ms),
+            functools.partial(expires_at, window_ms=state.window_ms),
+        ),
+    )
 
 
 def expires_at(usage: AgentUsage, window_ms: int) -> int | None:

@@ -23,8 +23,12 @@ RETENTION_MS = 600_000
 `expires_at`): ten minutes of event time, far beyond a liveness timeout or a redelivery."""
 
 
-def evolve_by_agent(values: Mapping[str, V], event: Event, evolve_value: Callable[[V | None, Event], V | None],
-                    expires_at: Callable[[V], int | None]) -> Mapping[str, V]:
+def evolve_by_agent(
+    values: Mapping[str, V],
+    event: Event,
+    evolve_value: Callable[[V | None, Event], V | None],
+    expires_at: Callable[[V], int | None],
+) -> Mapping[str, V]:
     """`values` without the entries expired at the event's time, then with the event's agent_id entry through
     `evolve_value` (gone if that left it expired); `values` itself when that changed nothing (a scan of every entry:
     `fold_by_agent` is the fast form)."""
@@ -47,8 +51,12 @@ def evolve_by_agent(values: Mapping[str, V], event: Event, evolve_value: Callabl
     return PMap.of(values).set(agent_id, after)
 
 
-def fold_by_agent(values: Mapping[str, V], events: Iterable[Event], evolve_value: Callable[[V | None, Event], V | None],
-                  expires_at: Callable[[V], int | None]) -> PMap:
+def fold_by_agent(
+    values: Mapping[str, V],
+    events: Iterable[Event],
+    evolve_value: Callable[[V | None, Event], V | None],
+    expires_at: Callable[[V], int | None],
+) -> PMap:
     """`evolve_by_agent` over `events` in order, with the entries in a dict and their expiries in a heap meanwhile."""
     held: dict[str, Any] = dict(values)
     expiries = Expiries(held.items(), expires_at)

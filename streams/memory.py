@@ -58,7 +58,7 @@ class WriteBatcher:
         start = at_ms - at_ms % self.interval_ms
         if self.batch_start is None or start <= self.batch_start:
             batch_start = start if self.batch_start is None else self.batch_start
-            return dataclasses.replace(self, batch_start=batch_start, pending=self.pending + (write,)), ()
+            return dataclasses.replace(self, batch_start=batch_start, pending=(*self.pending, write)), ()
         return dataclasses.replace(self, batch_start=start, pending=(write,)), self._batch()
 
     def tick(self, now_ms: int) -> tuple[WriteBatcher, tuple[MemoryWrite, ...]]:

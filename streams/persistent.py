@@ -32,7 +32,7 @@ class PMap(Mapping):
 
     def __init__(self, items: Mapping | Iterable[tuple[Hashable, Any]] = ()) -> None:
         root, size = None, 0
-        for key, value in (items.items() if isinstance(items, Mapping) else items):
+        for key, value in items.items() if isinstance(items, Mapping) else items:
             root, added = _set(root, key, value, hash(key), 0)
             size += added
         self._root, self._size = root, size
@@ -139,8 +139,9 @@ def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[[Any, dict[str, A
     if unknown:
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(unknown))}")
     kept = "r[{}]" if is_tuple else "r.{}"
-    arguments = ", ".join(f"c[{name!r}]" if name in changed else kept.format(i if is_tuple else name)
-                          for i, name in enumerate(names))
+    arguments = ", ".join(
+        f"c[{name!r}]" if name in changed else kept.format(i if is_tuple else name) for i, name in enumerate(names)
+    )
     build = f"new(cls, ({arguments},))" if is_tuple else f"cls({arguments})"  # a named tuple without its __new__
     scope = {"cls": cls, "new": tuple.__new__}
     exec(f"def replaced(r, c):\n    return {build}", scope)
@@ -168,7 +169,7 @@ def _set(node: Node, key: Hashable, value: Any, h: int, shift: int) -> tuple[Nod
         node = _split(node, shift)
     index = (h >> shift) & MASK
     child, added = _set(node[index], key, value, h, shift + BITS)
-    return node[:index] + (child,) + node[index + 1:], added
+    return (*node[:index], child, *node[index + 1 :]), added
 
 
 def _split(leaf: dict, shift: int) -> tuple:
@@ -189,7 +190,7 @@ def _delete(node: Node, key: Hashable, h: int, shift: int) -> Node:
         del leaf[key]
         return leaf or None
     index = (h >> shift) & MASK
-    branch = node[:index] + (_delete(node[index], key, h, shift + BITS),) + node[index + 1:]
+    branch = (*node[:index], _delete(node[index], key, h, shift + BITS), *node[index + 1 :])
     return branch if any(child is not None for child in branch) else None
 
 
@@ -206,16 +207,17 @@ class TimedMap(Mapping):
     """A persistent map of entries that each have a time, which drops the entries older than a horizon without
     looking at the others. An entry's time is its value, or `time_of(value)` where that is given."""
 
-    __slots__ = ("_map", "_chunks", "_time_of")
+    __slots__ = ("_chunks", "_map", "_time_of")
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, items: Mapping[Hashable, Any] | None = None,
-                 time_of: Callable[[Any], int] | None = None) -> None:
+    def __init__(
+        self, items: Mapping[Hashable, Any] | None = None, time_of: Callable[[Any], int] | None = None
+    ) -> None:
         self._time_of = time_of
         items = items or {}
         entries = sorted((self._time(value), key) for key, value in items.items())
         self._map = PMap((key, items[key]) for _, key in entries)
-        self._chunks = tuple(tuple(entries[i:i + CHUNK]) for i in range(0, len(entries), CHUNK))
+        self._chunks = tuple(tuple(entries[i : i + CHUNK]) for i in range(0, len(entries), CHUNK))
 
     @classmethod
     def of(cls, items: Mapping[Hashable, Any], time_of: Callable[[Any], int] | None = None) -> TimedMap:
@@ -285,7 +287,7 @@ class TimedMap(Mapping):
         if kept:
             cut = bisect.bisect_left(kept[0], (horizon,))
             dropped.append(kept[0][:cut])
-            kept = (kept[0][cut:],) + kept[1:]
+            kept = (kept[0][cut:], *kept[1:])
         for chunk in dropped:
             for _, key in chunk:
                 entries = entries.delete(key)
@@ -299,9 +301,9 @@ def _insert(chunks: tuple, entry: tuple) -> tuple:
     index = min(bisect.bisect_left(chunks, entry, key=_last), len(chunks) - 1)
     chunk = chunks[index]
     at = bisect.bisect_left(chunk, entry)
-    chunk = chunk[:at] + (entry,) + chunk[at:]
+    chunk = (*chunk[:at], entry, *chunk[at:])
     split = (chunk,) if len(chunk) < 2 * CHUNK else (chunk[:CHUNK], chunk[CHUNK:])
-    return chunks[:index] + split + chunks[index + 1:]
+    return chunks[:index] + split + chunks[index + 1 :]
 
 
 def _remove(chunks: tuple, entry: tuple) -> tuple:
@@ -309,8 +311,8 @@ def _remove(chunks: tuple, entry: tuple) -> tuple:
     index = bisect.bisect_left(chunks, entry, key=_last)
     chunk = chunks[index]
     at = bisect.bisect_left(chunk, entry)
-    chunk = chunk[:at] + chunk[at + 1:]
-    return chunks[:index] + ((chunk,) if chunk else ()) + chunks[index + 1:]
+    chunk = chunk[:at] + chunk[at + 1 :]
+    return chunks[:index] + ((chunk,) if chunk else ()) + chunks[index + 1 :]
 
 
 def _last(chunk: tuple) -> tuple:

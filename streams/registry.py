@@ -103,8 +103,9 @@ def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
     return Registry(fold_by_agent(state.agents, events, evolve_agent, expires_at))
 
 
-def decide_liveness(state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                    watched_since_ms: int = 0) -> list[Event]:
+def decide_liveness(
+    state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0
+) -> list[Event]:
     """AgentDeclaredDead for each alive agent silent for more than `timeout_ms` at `now_ms`, once per epoch.
 
     Silence counts from `watched_since_ms` at the earliest: the time since which the decider has read the log without

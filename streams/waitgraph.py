@@ -136,18 +136,20 @@ def decide_deadlocks(state: WaitGraph, now_ms: int, trigger: Event) -> list[Even
 
 def table_entries(graph: WaitGraph) -> dict[str, Any]:
     """The graph as table rows: one per active wait, ended wait and reported cycle (outgoing is derived)."""
-    return {**{WAIT_ROW + wait_id: wait for wait_id, wait in graph.waits.items()},
-            **{ENDED_ROW + wait_id: at_ms for wait_id, at_ms in graph.ended.items()},
-            **{_reported_row(key): key for key in graph.reported}}
+    return {
+        **{WAIT_ROW + wait_id: wait for wait_id, wait in graph.waits.items()},
+        **{ENDED_ROW + wait_id: at_ms for wait_id, at_ms in graph.ended.items()},
+        **{_reported_row(key): key for key in graph.reported},
+    }
 
 
 def from_entries(rows: Mapping[str, Any]) -> WaitGraph:
     """The graph that `table_entries` rows make up (rows of other prefixes are ignored)."""
-    waits = {key[len(WAIT_ROW):]: value for key, value in rows.items() if key.startswith(WAIT_ROW)}
+    waits = {key[len(WAIT_ROW) :]: value for key, value in rows.items() if key.startswith(WAIT_ROW)}
     outgoing: dict[str, frozenset[str]] = {}
     for wait_id, wait in waits.items():
         outgoing[wait.waiter] = outgoing.get(wait.waiter, frozenset()) | {wait_id}
-    ended = {key[len(ENDED_ROW):]: value for key, value in rows.items() if key.startswith(ENDED_ROW)}
+    ended = {key[len(ENDED_ROW) :]: value for key, value in rows.items() if key.startswith(ENDED_ROW)}
     reported = frozenset(tuple(value) for key, value in rows.items() if key.startswith(REPORTED_ROW))
     return WaitGraph(TimedMap(waits, STARTED), PMap(outgoing), TimedMap(ended), reported)
 
@@ -223,8 +225,9 @@ def _close(state: WaitGraph, wait_id: str, at_ms: int) -> WaitGraph:
     reported = state.reported
     if any(wait_id in key for key in reported):
         reported = frozenset(key for key in reported if wait_id not in key)
-    return replace(state, waits=waits, outgoing=outgoing, ended=TimedMap.of(state.ended).set(wait_id, at_ms),
-                   reported=reported)
+    return replace(
+        state, waits=waits, outgoing=outgoing, ended=TimedMap.of(state.ended).set(wait_id, at_ms), reported=reported
+    )
 
 
 def _reported(state: WaitGraph, event: Event) -> WaitGraph:

@@ -18,16 +18,16 @@ from typing import Any, Literal
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from swarmlog.coordinator import plan
 from swarmlog.coordinator.announcements import served
+from swarmlog.coordinator.journal import Unreadable
 from swarmlog.coordinator.placement import owner
 from swarmlog.coordinator.shell.announce import read_announcements
-from swarmlog.coordinator.journal import Unreadable
 from swarmlog.coordinator.shell.recovery import JOURNAL, repair_command
-from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import now_ms, stamp
-from swarmlog.coordinator import plan
 from swarmlog.errors import DecodeError, EncodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -48,23 +48,38 @@ class MissionInvalid(SwarmlogError):
     """A mission that does not match the MissionSubmitted schema or is not a runnable plan; nothing was produced."""
 
 
-MISSION_FIELDS = ("mission_id", "title", "region", "tasks", "planning", "consensus", "final_action", "deadline_ms",
-                  "token_budget", "submitted_by")
+MISSION_FIELDS = (
+    "mission_id",
+    "title",
+    "region",
+    "tasks",
+    "planning",
+    "consensus",
+    "final_action",
+    "deadline_ms",
+    "token_budget",
+    "submitted_by",
+)
 TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps")
 
 
 def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> Event:
     """The MissionSubmitted event of a mission dict, checked by the codec and the plan rules; MissionInvalid if not."""
     if not isinstance(mission, Mapping):
-        raise MissionInvalid(f"a mission is a mapping of fields ({', '.join(MISSION_FIELDS)}), not {type(mission).__name__}")
+        raise MissionInvalid(
+            f"a mission is a mapping of fields ({', '.join(MISSION_FIELDS)}), not {type(mission).__name__}"
+        )
     unknown = sorted(set(mission) - set(MISSION_FIELDS))
     if unknown:
-        raise MissionInvalid(f"unknown mission field(s) {', '.join(unknown)}; the fields are {', '.join(MISSION_FIELDS)}")
+        raise MissionInvalid(
+            f"unknown mission field(s) {', '.join(unknown)}; the fields are {', '.join(MISSION_FIELDS)}"
+        )
     for index, task in enumerate(mission.get("tasks") or ()):
         extra = sorted(set(task) - set(TASK_FIELDS)) if isinstance(task, Mapping) else []
         if extra:
-            raise MissionInvalid(f"tasks[{index}] has unknown field(s) {', '.join(extra)}; "
-                                 f"a task has {', '.join(TASK_FIELDS)}")
+            raise MissionInvalid(
+                f"tasks[{index}] has unknown field(s) {', '.join(extra)}; a task has {', '.join(TASK_FIELDS)}"
+            )
     fields = {"mission_id": uuid.uuid4().hex[:12], "region": None, "submitted_by": producer} | dict(mission)
     event = stamp("MissionSubmitted", producer=producer, correlation_id=fields["mission_id"], **fields)
     try:
@@ -92,8 +107,9 @@ def load_mission(path: Path | str) -> dict[str, Any]:
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise MissionInvalid(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
-                             f"{' '.join(str(exc).split())}") from None
+        raise MissionInvalid(
+            f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {' '.join(str(exc).split())}"
+        ) from None
     if not isinstance(data, dict):
         raise MissionInvalid(f"{path} must hold one mapping (title, tasks, ...), not {type(data).__name__}")
     return data
@@ -112,8 +128,14 @@ class Task:
 
     def to_dict(self) -> dict[str, Any]:
         """The Avro TaskSpec record."""
-        return {"task_id": self.task_id, "prompt": self.prompt, "required_capabilities": list(self.capabilities),
-                "depends_on": list(self.depends_on), "replicas": self.replicas, "max_steps": self.max_steps}
+        return {
+            "task_id": self.task_id,
+            "prompt": self.prompt,
+            "required_capabilities": list(self.capabilities),
+            "depends_on": list(self.depends_on),
+            "replicas": self.replicas,
+            "max_steps": self.max_steps,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,12 +195,19 @@ class Mission:
 
     def to_dict(self) -> dict[str, Any]:
         """The MissionSubmitted fields (without the envelope), omitting what is unset."""
-        mission: dict[str, Any] = {"title": self.title, "tasks": [task.to_dict() for task in self.tasks],
-                                   "consensus": self.consensus.to_dict()}
-        optional = {"final_action": self.final_action and self.final_action.to_dict(),
-                    "planning": self.planning and self.planning.to_dict(), "token_budget": self.token_budget,
-                    "deadline_ms": None if self.deadline_s is None else round(self.deadline_s * 1000),
-                    "region": self.region, "mission_id": self.mission_id}
+        mission: dict[str, Any] = {
+            "title": self.title,
+            "tasks": [task.to_dict() for task in self.tasks],
+            "consensus": self.consensus.to_dict(),
+        }
+        optional = {
+            "final_action": self.final_action and self.final_action.to_dict(),
+            "planning": self.planning and self.planning.to_dict(),
+            "token_budget": self.token_budget,
+            "deadline_ms": None if self.deadline_s is None else round(self.deadline_s * 1000),
+            "region": self.region,
+            "mission_id": self.mission_id,
+        }
         return mission | {name: value for name, value in optional.items() if value is not None}
 
 
@@ -233,9 +262,19 @@ class MissionProgress:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready snapshot of the progress."""
-        return {"mission_id": self.mission_id, "title": self.title, "phase": self.phase, "planned": self.planned,
-                "assigned": self.assigned, "queued": self.queued, "done": dict(self.done),
-                "failed": dict(self.failed), "tokens": self.tokens, "votes": self.votes, "consensus": self.consensus}
+        return {
+            "mission_id": self.mission_id,
+            "title": self.title,
+            "phase": self.phase,
+            "planned": self.planned,
+            "assigned": self.assigned,
+            "queued": self.queued,
+            "done": dict(self.done),
+            "failed": dict(self.failed),
+            "tokens": self.tokens,
+            "votes": self.votes,
+            "consensus": self.consensus,
+        }
 
 
 class MissionClient:
@@ -252,8 +291,9 @@ class MissionClient:
 
     def validate(self, mission: Mapping[str, Any] | Mission) -> Event:
         """The MissionSubmitted event this client would produce, or MissionInvalid naming the field; no I/O."""
-        return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission,
-                                producer=self._producer_name)
+        return validate_mission(
+            mission.to_dict() if isinstance(mission, Mission) else mission, producer=self._producer_name
+        )
 
     @staticmethod
     def validate_offline(mission: Mapping[str, Any] | Mission) -> Event:
@@ -270,8 +310,9 @@ class MissionClient:
         await self.produce(event)
         return event.data["mission_id"]
 
-    async def placed(self, mission: Mapping[str, Any] | Mission,
-                     served_regions: tuple[str, ...] | None = None) -> Event:
+    async def placed(
+        self, mission: Mapping[str, Any] | Mission, served_regions: tuple[str, ...] | None = None
+    ) -> Event:
         """The validated MissionSubmitted, with a region: the one it names, else one a live coordinator serves.
 
         The region is a stable hash of the mission id over the served regions; when none is served, over every
@@ -280,7 +321,7 @@ class MissionClient:
         event = self.validate(mission)
         if event.data.get("region") is not None:
             return event
-        regions = (await self.served_regions() if served_regions is None else served_regions)
+        regions = await self.served_regions() if served_regions is None else served_regions
         region = owner(event.data["mission_id"], regions or self._settings.region_names)
         return Event(event.name, event.data | {"region": region})
 
@@ -346,8 +387,12 @@ class MissionClient:
         except DecodeError as exc:
             if record.topic == JOURNAL:
                 region = self._settings.region_names[record.partition]
-                log.warning("passing over %s; unless it was repaired, %s's coordinator will not start until it is: %s",
-                            exc, region, repair_command(region, [Unreadable(record.offset, exc.reason)]))
+                log.warning(
+                    "passing over %s; unless it was repaired, %s's coordinator will not start until it is: %s",
+                    exc,
+                    region,
+                    repair_command(region, [Unreadable(record.offset, exc.reason)]),
+                )
             return None
 
     async def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:
@@ -378,12 +423,14 @@ class SyncMissionClient:
 
     def events(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> list[Event]:
         """Every journal event of the mission up to its end, or MissionTimeout."""
+
         async def collect() -> list[Event]:
             try:
                 async with asyncio.timeout(timeout_s):
                     return [event async for event in self._client.follow(mission_id, region)]
             except TimeoutError:
                 raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s") from None
+
         return asyncio.run(collect())
 
     def run(self, mission: Mapping[str, Any] | Mission, timeout_s: float = 300.0) -> Event:

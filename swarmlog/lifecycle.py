@@ -30,6 +30,9 @@ def stop_on_signals(begin_stop: Callable[[], None], *, what: str, deadline_s: fl
 
 def _give_up(what: str, deadline_s: float) -> None:
     """Leave now: the clean stop did not finish in time."""
-    log.error("%s did not stop within %.0f s (is the broker reachable?); exiting without the rest of the stop",
-              what, deadline_s)
+    log.error(
+        "%s did not stop within %.0f s (is the broker reachable?); exiting without the rest of the stop",
+        what,
+        deadline_s,
+    )
     os._exit(EXIT_STUCK)

@@ -20,8 +20,12 @@ class Repeats(logging.Filter):
     """Passes a message of a kind (logger, level, template) of the `loggers` at most once a window, noting how many
     it held back; every other logger's records pass (swarmlog's own lines, one an event, are never held back)."""
 
-    def __init__(self, window_s: float = REPEAT_WINDOW_S, clock: Callable[[], float] = time.monotonic,
-                 loggers: tuple[str, ...] = QUIET) -> None:
+    def __init__(
+        self,
+        window_s: float = REPEAT_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+        loggers: tuple[str, ...] = QUIET,
+    ) -> None:
         super().__init__()
         self._window_s, self._clock, self._loggers = window_s, clock, loggers
         self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}  # kind -> (last passed at, held back since)

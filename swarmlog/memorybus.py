@@ -45,8 +45,12 @@ async def write(client: aioredis.Redis, writes: Sequence[MemoryWrite], now_ms: i
     async with client.pipeline(transaction=False) as pipe:
         for item in writes:
             pipe.set(item.key, item.value, pxat=item.expire_at_ms)
-            pipe.xadd(FEED, {"key": item.key, "expire_at": item.expire_at_ms}, minid=now_ms - FEED_RETENTION_MS,
-                      approximate=True)
+            pipe.xadd(
+                FEED,
+                {"key": item.key, "expire_at": item.expire_at_ms},
+                minid=now_ms - FEED_RETENTION_MS,
+                approximate=True,
+            )
         await pipe.execute()
 
 
@@ -69,8 +73,11 @@ async def follow(client: aioredis.Redis, after: str, block_ms: int) -> tuple[str
 async def read(client: aioredis.Redis, fed: Sequence[Fed]) -> list[Stored]:
     """The experiences behind announced keys; keys already expired are left out."""
     values = await client.mget([item.key for item in fed]) if fed else []
-    return [_stored(item.key, value, item.expire_at_ms) for item, value in zip(fed, values, strict=True)
-            if value is not None]
+    return [
+        _stored(item.key, value, item.expire_at_ms)
+        for item, value in zip(fed, values, strict=True)
+        if value is not None
+    ]
 
 
 async def scan(client: aioredis.Redis) -> AsyncIterator[list[Stored]]:
@@ -92,9 +99,11 @@ async def _fetch(client: aioredis.Redis, keys: list[bytes]) -> list[Stored]:
             pipe.get(key)
             pipe.pexpiretime(key)
         replies = await pipe.execute()
-    return [_stored(_text(key), value, expire_at) for key, value, expire_at in zip(keys, replies[::2], replies[1::2],
-                                                                                     strict=True)
-            if value is not None and expire_at > 0]
+    return [
+        _stored(_text(key), value, expire_at)
+        for key, value, expire_at in zip(keys, replies[::2], replies[1::2], strict=True)
+        if value is not None and expire_at > 0
+    ]
 
 
 def _stored(key: str, value: bytes, expire_at_ms: int) -> Stored:

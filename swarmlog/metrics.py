@@ -7,6 +7,7 @@ get `Sensor()`, whose hooks do nothing.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable
 from wsgiref.simple_server import WSGIServer
@@ -22,19 +23,31 @@ TASK_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "swarmlog_events_consumed_total": ("counter", "Records consumed, by topic.", ("topic",)),
     "swarmlog_events_produced_total": ("counter", "Events produced, by topic.", ("topic",)),
-    "swarmlog_decode_failures_total": ("counter", "Records that did not decode (sent to the dead letters), by topic.",
-                                       ("topic",)),
+    "swarmlog_decode_failures_total": (
+        "counter",
+        "Records that did not decode (sent to the dead letters), by topic.",
+        ("topic",),
+    ),
     "swarmlog_task_assignments_total": ("counter", "TaskAssigned decisions of a coordinator, by region.", ("region",)),
     "swarmlog_queue_depth": ("gauge", "Task replicas queued for want of a free capable agent, by region.", ("region",)),
     "swarmlog_task_duration_seconds": ("histogram", "Time from an agent starting a task to its result.", ()),
     "swarmlog_heartbeat_age_seconds": ("gauge", "Seconds since an alive agent's last heartbeat.", ("agent",)),
-    "swarmlog_tokens_total": ("counter", "Model tokens used, by agent and kind (prompt, completion).",
-                              ("agent", "kind")),
-    "swarmlog_recovery_seconds": ("gauge", "How long the last recovery (state rebuilt from the log) took.",
-                                  ("process",)),
+    "swarmlog_tokens_total": (
+        "counter",
+        "Model tokens used, by agent and kind (prompt, completion).",
+        ("agent", "kind"),
+    ),
+    "swarmlog_recovery_seconds": (
+        "gauge",
+        "How long the last recovery (state rebuilt from the log) took.",
+        ("process",),
+    ),
     "swarmlog_consumer_lag": ("gauge", "Records on a consumed topic past the consumer's position.", ("topic",)),
-    "swarmlog_broker_waiting_seconds": ("gauge", "Seconds the process has been waiting for the broker to answer "
-                                                 "(0 while it answers).", ()),
+    "swarmlog_broker_waiting_seconds": (
+        "gauge",
+        "Seconds the process has been waiting for the broker to answer (0 while it answers).",
+        (),
+    ),
 }
 
 
@@ -112,10 +125,8 @@ class Metrics(Sensor):
         if seconds is not None:
             gauge.labels(agent).set(max(0.0, seconds))
         else:
-            try:
+            with contextlib.suppress(KeyError):
                 gauge.remove(agent)
-            except KeyError:
-                pass
 
     def on_tokens(self, agent: str, kind: str, count: int) -> None:
         if count:
@@ -151,8 +162,10 @@ def serve(metrics: Metrics, port: int, addr: str = "0.0.0.0") -> Server | None:
     try:
         server, thread = start_http_server(port, addr=addr, registry=metrics.registry)
     except OSError as exc:
-        raise ConfigError(f"cannot serve metrics on port {port}: {exc.strerror or exc}; choose another "
-                          "--metrics-port / SWARMLOG_METRICS_PORT, or 0 to turn metrics off") from None
+        raise ConfigError(
+            f"cannot serve metrics on port {port}: {exc.strerror or exc}; choose another "
+            "--metrics-port / SWARMLOG_METRICS_PORT, or 0 to turn metrics off"
+        ) from None
     return Server(server, thread)
 
 

@@ -52,8 +52,15 @@ class Settings:
             parse_bootstrap(self.bootstrap)
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"SWARMLOG_REDIS_URL={self.redis_url!r} must start with redis://, rediss:// or unix://")
-        for name in ("inbox_partitions", "regions", "default_partitions", "replication_factor", "max_message_bytes",
-                     "memory_flush_ms", "memory_ttl_s"):
+        for name in (
+            "inbox_partitions",
+            "regions",
+            "default_partitions",
+            "replication_factor",
+            "max_message_bytes",
+            "memory_flush_ms",
+            "memory_ttl_s",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"SWARMLOG_{name.upper()} must be at least 1, got {getattr(self, name)}")
         if not 0 <= self.metrics_port <= 65535:

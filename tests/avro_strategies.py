@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import strategies as st
@@ -15,9 +15,9 @@ Strategy = st.SearchStrategy[Any]
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
-TIMESTAMPS = st.datetimes(
-    min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(timezone.utc)
-).map(lambda moment: moment.replace(microsecond=moment.microsecond // 1000 * 1000))
+TIMESTAMPS = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)).map(
+    lambda moment: moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+)
 PRIMITIVES: Mapping[str, Strategy] = {
     "null": st.none(),
     "boolean": st.booleans(),

@@ -56,8 +56,9 @@ def redis_url(redis_server: Redis) -> str:
 @pytest.fixture(scope="session")
 def settings(broker: Broker, redis_url: str) -> Settings:
     """Settings pointing at the session's broker and Redis, every catalog topic created once."""
-    configured = dataclasses.replace(Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap,
-                                     redis_url=redis_url)
+    configured = dataclasses.replace(
+        Settings.from_env(), broker=broker.kind, bootstrap=broker.bootstrap, redis_url=redis_url
+    )
     asyncio.run(ensure_topics(configured))
     return configured
 

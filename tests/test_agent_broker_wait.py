@@ -38,7 +38,8 @@ def test_a_wait_counts_from_the_last_answer_and_logs_once_at_each_end(caplog):
     assert gauge.values == [0.0, 2.0, 4.0, 6.5, 0.0, 0.0]
     assert warnings(caplog) == [
         "waiting for the broker at kafka:9092 to take the agent's events (KafkaConnectionError('refused'))",
-        "the broker at kafka:9092 answers again after 8.0 s"]
+        "the broker at kafka:9092 answers again after 8.0 s",
+    ]
 
 
 def test_a_wait_before_any_answer_counts_from_the_first_failure():
@@ -63,7 +64,9 @@ async def test_through_tells_a_pending_request_as_a_wait_and_its_answer_as_the_e
     first, *waiting, last = gauge.values
     assert first == last == 0.0 and len(waiting) >= 2 and waiting == sorted(waiting) and waiting[0] >= 0.1
     assert [m.split(" (")[0].split(" after")[0] for m in warnings(caplog)] == [
-        "waiting for the broker at kafka:9092 to take heartbeats", "the broker at kafka:9092 answers again"]
+        "waiting for the broker at kafka:9092 to take heartbeats",
+        "the broker at kafka:9092 answers again",
+    ]
 
 
 async def test_through_tells_a_kafka_error_and_raises_it():

@@ -12,23 +12,34 @@ from typing import Any
 
 import pytest
 import yaml
+from coordinator.live import ScriptedAgent, serving  # tests/coordinator (tests/ is on sys.path)
 from rich.console import Console
 from typer.testing import CliRunner
 
 from swarmlog.cli import app
-from swarmlog.client import (Consensus, FinalAction, Mission, MissionProgress, Task, load_mission, progress_of,
-                             validate_mission)
+from swarmlog.client import (
+    Consensus,
+    FinalAction,
+    Mission,
+    MissionProgress,
+    Task,
+    load_mission,
+    progress_of,
+    validate_mission,
+)
 from swarmlog.commands.watch import render
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.schemas.codec import decode
 from swarmlog.settings import Settings
 
-from coordinator.live import ScriptedAgent, serving  # tests/coordinator (tests/ is on sys.path)
-
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # The demo's four agents: every pipeline stage has two capable agents, two can make the final decision.
-CREW = (("coding", "decision_making"), ("coding", "review"), ("testing", "review"),
-        ("testing", "coding", "decision_making"))
+CREW = (
+    ("coding", "decision_making"),
+    ("coding", "review"),
+    ("testing", "review"),
+    ("testing", "coding", "decision_making"),
+)
 
 
 @pytest.fixture
@@ -49,20 +60,35 @@ def env(settings: Settings) -> dict[str, str]:
 
 def own_capabilities(mission: dict[str, Any], suffix: str) -> dict[str, Any]:
     """The mission with every capability made unique to this test (other tests' agents stay enlisted in region-0)."""
+
     def rename(caps: list[str]) -> list[str]:
         return [f"{cap}-{suffix}" for cap in caps]
-    tasks = [task | {"required_capabilities": rename(task.get("required_capabilities", []))} for task in mission["tasks"]]
+
+    tasks = [
+        task | {"required_capabilities": rename(task.get("required_capabilities", []))} for task in mission["tasks"]
+    ]
     final = mission.get("final_action")
-    return mission | {"tasks": tasks, "region": "region-0"} | (
-        {"final_action": final | {"required_capabilities": rename(final["required_capabilities"])}} if final else {})
+    return (
+        mission
+        | {"tasks": tasks, "region": "region-0"}
+        | ({"final_action": final | {"required_capabilities": rename(final["required_capabilities"])}} if final else {})
+    )
 
 
 @contextlib.asynccontextmanager
 async def swarm(settings: Settings, tmp_path: Path, suffix: str) -> AsyncIterator[list[ScriptedAgent]]:
     """Region-0's coordinator and the demo's four scripted agents (capabilities suffixed), serving while the block runs."""
-    agents = [ScriptedAgent(settings, f"ops-{suffix}-{index}", 40 + index, "region-0",
-                            [f"{cap}-{suffix}" for cap in caps] + ["decision_making"], latency_s=0.05)
-              for index, caps in enumerate(CREW)]
+    agents = [
+        ScriptedAgent(
+            settings,
+            f"ops-{suffix}-{index}",
+            40 + index,
+            "region-0",
+            [f"{cap}-{suffix}" for cap in caps] + ["decision_making"],
+            latency_s=0.05,
+        )
+        for index, caps in enumerate(CREW)
+    ]
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path), serving(agents):
         yield agents
 
@@ -87,8 +113,9 @@ async def test_submit_watch_and_status_of_an_example_mission(settings: Settings,
         progress, result = lines[:-1], lines[-1]
         assert {line["type"] for line in progress} == {"progress"}
         assert {"MissionAccepted", "TaskAssigned", "ConsensusReached", "MissionCompleted"} <= {
-            line["event"] for line in progress}
-        assert ["WORK", "CONSENSUS", "FINAL", "COMPLETED"] == _phases(progress)
+            line["event"] for line in progress
+        }
+        assert _phases(progress) == ["WORK", "CONSENSUS", "FINAL", "COMPLETED"]
         assert result["type"] == "result" and result["success"] is True and result["tasks_completed"] == 6
         assert sum(progress[-1]["done"].values()) == 6 and progress[-1]["tokens"] == result["tokens_used"] > 0
 
@@ -99,7 +126,9 @@ async def test_submit_watch_and_status_of_an_example_mission(settings: Settings,
 
         listed = await invoke(settings, "agents", "--json")
         assert listed.exit_code == 0, listed.output
-        mine = {row["agent_id"]: row for row in json.loads(listed.stdout) if row["agent_id"].startswith(f"ops-{suffix}")}
+        mine = {
+            row["agent_id"]: row for row in json.loads(listed.stdout) if row["agent_id"].startswith(f"ops-{suffix}")
+        }
         assert set(mine) == {agent.agent_id for agent in agents}
         assert {row["region"] for row in mine.values()} == {"region-0"}
         assert {row["status"] for row in mine.values()} <= {"IDLE", "SILENT"}  # scripted agents send no heartbeats
@@ -130,14 +159,25 @@ def test_a_bad_mission_file_is_one_line_naming_the_field(tmp_path: Path):
     assert result.exit_code == 2
     assert "replicas" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     cyclic = tmp_path / "cycle.json"
-    cyclic.write_text(json.dumps({"title": "x", "tasks": [{"task_id": "a", "prompt": "p", "depends_on": ["b"]},
-                                                          {"task_id": "b", "prompt": "p", "depends_on": ["a"]}]}))
+    cyclic.write_text(
+        json.dumps(
+            {
+                "title": "x",
+                "tasks": [
+                    {"task_id": "a", "prompt": "p", "depends_on": ["b"]},
+                    {"task_id": "b", "prompt": "p", "depends_on": ["a"]},
+                ],
+            }
+        )
+    )
     result = CliRunner().invoke(app, ["submit", str(cyclic)])
     assert result.exit_code == 2 and "cycle" in result.stderr
 
 
 def test_an_unreachable_broker_exits_4(tmp_path: Path):
-    result = CliRunner().invoke(app, ["submit", str(EXAMPLES / "pipeline.yaml")], env={"SWARMLOG_BOOTSTRAP": "localhost:1"})
+    result = CliRunner().invoke(
+        app, ["submit", str(EXAMPLES / "pipeline.yaml")], env={"SWARMLOG_BOOTSTRAP": "localhost:1"}
+    )
     assert result.exit_code == 4 and "SWARMLOG_BOOTSTRAP" in result.stderr
 
 
@@ -148,12 +188,20 @@ def test_the_examples_are_valid_missions(name: str):
 
 
 def test_the_builder_gives_what_submit_takes():
-    mission = Mission("t", consensus=Consensus(window_s=5), final_action=FinalAction("ship?"), deadline_s=60,
-                      token_budget=10).with_task(Task("a", "do a", ("coding",))).with_task(
-                          Task("b", "do b", ("review",), depends_on=("a",), replicas=2))
+    mission = (
+        Mission("t", consensus=Consensus(window_s=5), final_action=FinalAction("ship?"), deadline_s=60, token_budget=10)
+        .with_task(Task("a", "do a", ("coding",)))
+        .with_task(Task("b", "do b", ("review",), depends_on=("a",), replicas=2))
+    )
     data = validate_mission(mission.to_dict()).data
-    assert data["tasks"][1] == {"task_id": "b", "prompt": "do b", "required_capabilities": ["review"],
-                                "depends_on": ["a"], "replicas": 2, "max_steps": 4}
+    assert data["tasks"][1] == {
+        "task_id": "b",
+        "prompt": "do b",
+        "required_capabilities": ["review"],
+        "depends_on": ["a"],
+        "replicas": 2,
+        "max_steps": 4,
+    }
     assert (data["consensus"]["window_ms"], data["deadline_ms"], data["token_budget"]) == (5000, 60_000, 10)
     assert data["final_action"]["required_capabilities"] == ["decision_making"]
 

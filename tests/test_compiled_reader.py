@@ -19,9 +19,9 @@ CATALOG = default_catalog()
 LATEST = [CATALOG.latest(name) for name in sorted(CATALOG.names())]
 BUILT = native.readers()
 # Every version has a generated Python reader; the compiled module holds the latest versions' readers.
-READERS = [pytest.param(version, lambda v: compile_reader(v.schema), id=f"{version.label} python")
-           for version in CATALOG] + [
-    pytest.param(version, lambda v: BUILT[v.fingerprint], id=f"{version.label} compiled") for version in LATEST]
+READERS = [
+    pytest.param(version, lambda v: compile_reader(v.schema), id=f"{version.label} python") for version in CATALOG
+] + [pytest.param(version, lambda v: BUILT[v.fingerprint], id=f"{version.label} compiled") for version in LATEST]
 
 
 def fastavro_read(version, body: bytes) -> tuple[dict, int]:
@@ -30,8 +30,9 @@ def fastavro_read(version, body: bytes) -> tuple[dict, int]:
 
 
 def test_the_compiled_module_is_built_from_the_current_schemas():
-    assert native.SOURCE.read_text(encoding="utf-8") == native.source(CATALOG), \
+    assert native.SOURCE.read_text(encoding="utf-8") == native.source(CATALOG), (
         "schemas/_readers.pyx is out of date: run python -m swarmlog.schemas.native --write, then make setup"
+    )
     missing = [version.label for version in LATEST if version.fingerprint not in BUILT]
     assert not missing, f"no compiled reader for {missing}: rebuild the extension with make setup (needs a C compiler)"
 

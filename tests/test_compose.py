@@ -63,8 +63,9 @@ def test_the_stack_has_every_process_and_one_gpu_per_agent():
 
 def test_prometheus_scrapes_every_swarmlog_process():
     config = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
-    targets = {target for job in config["scrape_configs"] for group in job["static_configs"]
-               for target in group["targets"]}
+    targets = {
+        target for job in config["scrape_configs"] for group in job["static_configs"] for target in group["targets"]
+    }
     swarmlog = {name for name, spec in services().items() if spec.get("image") == "swarmlog:latest"} - {"topics"}
     assert targets == {f"{name}:9100" for name in swarmlog}
 

@@ -18,8 +18,10 @@ DEMO = [sys.executable, "-m", "swarmlog", "demo"]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                    reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None,
+    reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'",
+)
 def test_the_demo_runs_a_three_phase_mission_to_consensus_and_success_and_prints_one_json_object() -> None:
     result = subprocess.run([*DEMO, "--json", "--timeout-s", "400"], capture_output=True, text=True, timeout=600)
 

@@ -25,6 +25,8 @@ from types import SimpleNamespace
 
 import pytest
 from aiokafka import TopicPartition
+from coordinator.harness import task
+from coordinator.live import attempts, eventually, journal, named, submit
 
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import reader
@@ -34,13 +36,9 @@ from swarmlog.schemas.codec import decode
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 
-from coordinator.harness import task
-from coordinator.live import attempts, eventually, journal, named, submit
-
 sys.path[:0] = [str(Path(__file__).parent / "streams"), str(Path(__file__).parent / "actors")]
-from agent_harness import Log, start_agent, task_assigned  # noqa: E402
-from worker_harness import (Client, Coordinates, Worker, garbage, large_records_taken, now_event,  # noqa: E402
-                            stop_swarm)
+from agent_harness import Log, start_agent, task_assigned
+from worker_harness import Client, Coordinates, Worker, garbage, large_records_taken, now_event, stop_swarm
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.slow]
 JOURNAL, DEADLETTER, INBOX = "swarm.coordinator.journal", "swarm.deadletter", "swarm.agents.inbox"
@@ -62,7 +60,8 @@ def large_topics(settings: Settings) -> Iterator[None]:
 
 
 async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothing(
-        settings: Settings, large_topics: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings: Settings, large_topics: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SWARMLOG_REGIONS", str(REGIONS))  # every process the test starts runs a two-region swarm
     capability = f"fuzz-{uuid.uuid4().hex[:8]}"
     agent_ids = [f"{capability}-{index}" for index in range(AGENTS)]
@@ -117,34 +116,75 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
                 assert f"{at[0]}[{at[1]}]@{at[2]}" in coordinator_logs, f"no WARNING line for {at}"
     assert {at[1] % REGIONS for at, (_, owner) in garbage_at.items() if owner == "coordinator"} == {0, 1}
     assert exited == {victim: -signal.SIGKILL} and worker_alive, f"processes that exited: {exited}"
-    assert [len({e.event_id for e in log.named("AgentRegistered", agent_id=agent)}) for agent in agent_ids] == [1] * AGENTS
+    assert [len({e.event_id for e in log.named("AgentRegistered", agent_id=agent)}) for agent in agent_ids] == [
+        1
+    ] * AGENTS
 
 
 @contextlib.asynccontextmanager
-async def swarm(settings: Settings, tmp_path: Path, capability: str,
-                agent_ids: list[str]) -> AsyncIterator[tuple[dict[str, subprocess.Popen], Worker, Log]]:
+async def swarm(
+    settings: Settings, tmp_path: Path, capability: str, agent_ids: list[str]
+) -> AsyncIterator[tuple[dict[str, subprocess.Popen], Worker, Log]]:
     """The streams worker, a coordinator per region and scripted agents, all enlisted; stopped (SIGTERM) after."""
     brain = tmp_path / "brain.json"
     brain.write_text(json.dumps(BRAIN))
     env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url or "", tmp_path / "streams",
-                    liveness_timeout_ms=LIVENESS_TIMEOUT_MS)
+    worker = Worker(
+        settings.bootstrap,
+        settings.broker,
+        settings.redis_url or "",
+        tmp_path / "streams",
+        liveness_timeout_ms=LIVENESS_TIMEOUT_MS,
+    )
     processes: dict[str, subprocess.Popen] = {}
     mine = set(agent_ids)
-    async with Log(settings, "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.tasks.events", JOURNAL,
-                   DEADLETTER, keep=lambda e: e.name == "DeadLetterRecorded" or e.data.get("agent_id") in mine
-                   or capability in (e.data.get("mission_id") or "")) as log:
+    async with Log(
+        settings,
+        "swarm.agents.registry",
+        "swarm.agents.heartbeats",
+        "swarm.tasks.events",
+        JOURNAL,
+        DEADLETTER,
+        keep=lambda e: (
+            e.name == "DeadLetterRecorded"
+            or e.data.get("agent_id") in mine
+            or capability in (e.data.get("mission_id") or "")
+        ),
+    ) as log:
         try:
             for index in range(REGIONS):
                 region = f"region-{index}"
                 with (tmp_path / f"{region}.log").open("ab") as output:
                     processes[region] = subprocess.Popen(
-                        [sys.executable, "-m", "swarmlog", "coordinator", "--region", region, "--data-dir",
-                         str(tmp_path / "coordinator")], env=env, stdout=output, stderr=subprocess.STDOUT)
+                        [
+                            sys.executable,
+                            "-m",
+                            "swarmlog",
+                            "coordinator",
+                            "--region",
+                            region,
+                            "--data-dir",
+                            str(tmp_path / "coordinator"),
+                        ],
+                        env=env,
+                        stdout=output,
+                        stderr=subprocess.STDOUT,
+                    )
             for index, agent_id in enumerate(agent_ids):
                 processes[agent_id] = start_agent(
-                    settings, agent_id, FIRST_SLOT + index, tmp_path, "--region", "region-0", "--capabilities",
-                    capability, "--brain", "scripted", "--model", str(brain))
+                    settings,
+                    agent_id,
+                    FIRST_SLOT + index,
+                    tmp_path,
+                    "--region",
+                    "region-0",
+                    "--capabilities",
+                    capability,
+                    "--brain",
+                    "scripted",
+                    "--model",
+                    str(brain),
+                )
             await asyncio.to_thread(worker.start)
             await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
             yield processes, worker, log
@@ -156,7 +196,9 @@ async def latest_records(settings: Settings, topics: tuple[str, ...], agent_ids:
     """The latest record of each topic that decodes to an event it carries (on the inbox: one addressed to one of
     `agent_ids`), read from the last 50 of each partition; topics without one are left out."""
     async with EventProducer(settings, client_id="fuzz") as producer:
-        partitions = [TopicPartition(topic, p) for topic in topics for p in sorted(await producer.raw.partitions_for(topic))]
+        partitions = [
+            TopicPartition(topic, p) for topic in topics for p in sorted(await producer.raw.partitions_for(topic))
+        ]
     consumer = reader(settings, "fuzz-real", False)
     await consumer.start()
     try:
@@ -169,8 +211,9 @@ async def latest_records(settings: Settings, topics: tuple[str, ...], agent_ids:
         while pending:
             for tp, records in (await consumer.getmany(timeout_ms=500)).items():
                 for record in records:
-                    if _real(record, agent_ids) and (tp.topic not in latest or record.timestamp
-                                                     >= latest[tp.topic].timestamp):
+                    if _real(record, agent_ids) and (
+                        tp.topic not in latest or record.timestamp >= latest[tp.topic].timestamp
+                    ):
                         latest[tp.topic] = record
                 if await consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
@@ -182,15 +225,16 @@ async def latest_records(settings: Settings, topics: tuple[str, ...], agent_ids:
 def _real(record, agent_ids: list[str]) -> bool:
     try:
         event = decode(record.value or b"")
-    except Exception:  # noqa: BLE001 - garbage of earlier tests
+    except Exception:
         return False
     if event.name not in TOPIC_EVENTS[record.topic] or event.name == "DeadLetterRecorded":
         return False
     return record.topic != INBOX or event.data.get("agent_id") in agent_ids[:1]
 
 
-async def fuzz(settings: Settings, real: dict[str, object],
-               survivor: str) -> tuple[dict[Coordinates, tuple[str, str | None]], list[Coordinates]]:
+async def fuzz(
+    settings: Settings, real: dict[str, object], survivor: str
+) -> tuple[dict[Coordinates, tuple[str, str | None]], list[Coordinates]]:
     """Every kind of garbage on every fuzzed topic, in the partition (and under the key) of its latest real record,
     or else of the survivor, but the alerts' garbage always in the other region's half; then a duplicate of that real
     record. The kind and owner at each garbage coordinate, and
@@ -203,13 +247,23 @@ async def fuzz(settings: Settings, real: dict[str, object],
         record = real.get(topic)
         sample = decode(record.value) if record is not None else samples[topic]
         key = record.key.decode() if record is not None and record.key else survivor
-        partition = (missions ^ 1 if topic == "swarm.alerts"  # always the other region's half (of an even count)
-                     else record.partition if record is not None
-                     else FIRST_SLOT if topic == INBOX else index % 2)  # the survivor's slot
-        wrong = samples["swarm.usage"] if "TokensUsed" not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
+        partition = (
+            missions ^ 1
+            if topic == "swarm.alerts"  # always the other region's half (of an even count)
+            else record.partition
+            if record is not None
+            else FIRST_SLOT
+            if topic == INBOX
+            else index % 2
+        )  # the survivor's slot
+        wrong = (
+            samples["swarm.usage"] if "TokensUsed" not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
+        )
         kinds = garbage(sample, wrong, seed=19)
         at = await client.send_records_async(topic, key, list(kinds.values()), partition)
-        garbage_at |= {coordinates: (kind, DEAD_LETTERED_BY.get(topic)) for coordinates, kind in zip(at, kinds)}
+        garbage_at |= {
+            coordinates: (kind, DEAD_LETTERED_BY.get(topic)) for coordinates, kind in zip(at, kinds, strict=False)
+        }
         if record is not None:
             duplicates_at += await client.send_records_async(topic, key, [record.value], record.partition)
     return garbage_at, duplicates_at
@@ -222,26 +276,49 @@ def _samples() -> dict[str, Event]:
         for record in history.load(path).records:
             samples.setdefault(record.topic, decode(record.value))
     made = {
-        "swarm.agents.heartbeats": now_event("AgentHeartbeat", agent_id="fuzz", registration_id="r", sequence=0,
-                                             status="IDLE", in_flight_task=None, region="region-0", slot=0),
-        "swarm.memory.experiences": now_event("ExperienceRecorded", experience_id="fuzz", agent_id="fuzz", node="n",
-                                              kind="insight", content="x", embedding=[0.5], ttl_s=60, mission_id=None),
+        "swarm.agents.heartbeats": now_event(
+            "AgentHeartbeat",
+            agent_id="fuzz",
+            registration_id="r",
+            sequence=0,
+            status="IDLE",
+            in_flight_task=None,
+            region="region-0",
+            slot=0,
+        ),
+        "swarm.memory.experiences": now_event(
+            "ExperienceRecorded",
+            experience_id="fuzz",
+            agent_id="fuzz",
+            node="n",
+            kind="insight",
+            content="x",
+            embedding=[0.5],
+            ttl_s=60,
+            mission_id=None,
+        ),
         "swarm.groundtruth": now_event("GroundTruthUpdated", document_id="fuzz", version=1, content="x"),
         "swarm.agents.inbox": task_assigned("fuzz", FIRST_SLOT, "x"),
     }
     for topic, event in made.items():
         samples.setdefault(topic, event)
-    samples.setdefault(DEADLETTER, dead_letter(SimpleNamespace(topic="swarm.waits", partition=0, offset=0, key=None,
-                                                               value=b"x"), ValueError("x"), "fuzz"))
+    samples.setdefault(
+        DEADLETTER,
+        dead_letter(
+            SimpleNamespace(topic="swarm.waits", partition=0, offset=0, key=None, value=b"x"), ValueError("x"), "fuzz"
+        ),
+    )
     return samples
 
 
 async def _in_flight(log: Log, agent_id: str, mission_id: str, timeout_s: float = 20) -> None:
     """Return once the agent has started a task of the mission it has not finished (or after `timeout_s`)."""
+
     def working() -> bool:
         started = {e.data["task_id"] for e in log.named("TaskStarted", agent_id=agent_id, mission_id=mission_id)}
         ended = {e.data["task_id"] for e in log.named("TaskCompleted", "TaskFailed", agent_id=agent_id)}
         return bool(started - ended)
+
     with contextlib.suppress(AssertionError):  # Log.wait_for's timeout
         await log.wait_for(working, timeout_s=timeout_s)
 
@@ -265,15 +342,22 @@ def _letters(log: Log) -> dict[Coordinates, dict[str, Event]]:
     return found
 
 
-def _report(garbage_at: dict[Coordinates, tuple[str, str | None]], counts: dict[Coordinates, int], declared_ms: int,
-            done: Event, exited: dict[str, int]) -> None:
+def _report(
+    garbage_at: dict[Coordinates, tuple[str, str | None]],
+    counts: dict[Coordinates, int],
+    declared_ms: int,
+    done: Event,
+    exited: dict[str, int],
+) -> None:
     """The test's figures, printed (pytest -s shows them)."""
     per_topic: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for at, (kind, owner) in garbage_at.items():
+    for at, (_kind, owner) in garbage_at.items():
         per_topic[at[0]]["sent"] += 1
         per_topic[at[0]]["dead-lettered"] += counts[at]
         per_topic[at[0]][f"owner {owner}"] = 1
     for topic, figures in sorted(per_topic.items()):
         print(f"{topic}: {dict(figures)}")
-    print(f"death declared {declared_ms} ms after the last heartbeat (timeout {LIVENESS_TIMEOUT_MS} ms); "
-          f"mission {done.name} success={done.data['success']} tasks={done.data['tasks_completed']}; exited {exited}")
+    print(
+        f"death declared {declared_ms} ms after the last heartbeat (timeout {LIVENESS_TIMEOUT_MS} ms); "
+        f"mission {done.name} success={done.data['success']} tasks={done.data['tasks_completed']}; exited {exited}"
+    )

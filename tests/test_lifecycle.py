@@ -24,8 +24,9 @@ AGENT_DEADLINE_S = 10.0 + 20.0  # the agent's drain time plus the grace for its 
 
 async def _registered(settings: Settings, agent_id: str) -> None:
     """Return once the agent's AgentRegistered is in the registry topic."""
-    consumer = AIOKafkaConsumer("swarm.agents.registry", bootstrap_servers=settings.bootstrap,
-                                auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        "swarm.agents.registry", bootstrap_servers=settings.bootstrap, auto_offset_reset="earliest"
+    )
     async with consumer, asyncio.timeout(60):
         async for record in consumer:
             if decode(record.value).data["agent_id"] == agent_id:
@@ -38,8 +39,12 @@ def test_an_agent_whose_broker_vanished_still_exits_after_sigterm(tmp_path: Path
         asyncio.run(ensure_topics(settings))
         env = os.environ | {"SWARMLOG_BROKER": "tansu", "SWARMLOG_BOOTSTRAP": broker.bootstrap}
         log = (tmp_path / "agent.log").open("wb")
-        agent = subprocess.Popen([sys.executable, "-m", "swarmlog", "agent", "lonely", "--brain", "scripted",
-                                  "--data-dir", str(tmp_path)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "swarmlog", "agent", "lonely", "--brain", "scripted", "--data-dir", str(tmp_path)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             asyncio.run(_registered(settings, "lonely"))
         except BaseException:

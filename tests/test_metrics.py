@@ -22,7 +22,7 @@ from prometheus_client import generate_latest
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.shell import Agent, AgentConfig
-from swarmlog.client import MissionClient, Mission, Task
+from swarmlog.client import Mission, MissionClient, Task
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.errors import ConfigError
 from swarmlog.kafka.producer import EventProducer
@@ -100,13 +100,23 @@ async def test_a_live_coordinator_and_agent_move_their_series(settings: Settings
     coordinator_port, agent_port = free_port(), free_port()
     servers = [serve(coordinator_metrics, coordinator_port), serve(agent_metrics, agent_port)]
     agent_id = f"{capability}-agent"
-    config = AgentConfig(agent_id=agent_id, capabilities=(capability, "decision_making"), brain="scripted",
-                         model=None, gpu=None, node="test", region="region-0", slot=50, data_dir=tmp_path / "agent",
-                         heartbeat_s=0.5)
+    config = AgentConfig(
+        agent_id=agent_id,
+        capabilities=(capability, "decision_making"),
+        brain="scripted",
+        model=None,
+        gpu=None,
+        node="test",
+        region="region-0",
+        slot=50,
+        data_dir=tmp_path / "agent",
+        heartbeat_s=0.5,
+    )
     agent = Agent(config, settings, ScriptedBrain(), agent_metrics)
     try:
-        async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "coordinator",
-                                      sensor=coordinator_metrics):
+        async with CoordinatorService(
+            settings, "region-0", data_dir=tmp_path / "coordinator", sensor=coordinator_metrics
+        ):
             running = asyncio.create_task(agent.run())
             before = scrape(coordinator_port)
             assert value(before, "swarmlog_recovery_seconds", process="coordinator") > 0
@@ -120,13 +130,15 @@ async def test_a_live_coordinator_and_agent_move_their_series(settings: Settings
     finally:
         for server in servers:
             server.close()
-    for name, labels in [("swarmlog_events_consumed_total", {"topic": "swarm.missions"}),
-                         ("swarmlog_events_consumed_total", {"topic": "swarm.tasks.events"}),
-                         ("swarmlog_events_produced_total", {"topic": "swarm.coordinator.journal"}),
-                         ("swarmlog_events_produced_total", {"topic": "swarm.agents.inbox"}),
-                         ("swarmlog_task_assignments_total", {"region": "region-0"})]:
+    for name, labels in [
+        ("swarmlog_events_consumed_total", {"topic": "swarm.missions"}),
+        ("swarmlog_events_consumed_total", {"topic": "swarm.tasks.events"}),
+        ("swarmlog_events_produced_total", {"topic": "swarm.coordinator.journal"}),
+        ("swarmlog_events_produced_total", {"topic": "swarm.agents.inbox"}),
+        ("swarmlog_task_assignments_total", {"region": "region-0"}),
+    ]:
         assert value(after, name, **labels) > value(before, name, **labels), (name, labels)
-    assert "swarmlog_queue_depth{region=\"region-0\"}" in after
+    assert 'swarmlog_queue_depth{region="region-0"}' in after
     assert value(agent_text, "swarmlog_recovery_seconds", process="agent") > 0
     assert value(agent_text, "swarmlog_events_consumed_total", topic="swarm.agents.inbox") >= 1
     assert value(agent_text, "swarmlog_events_produced_total", topic="swarm.tasks.events") >= 2
@@ -139,41 +151,82 @@ PROMETHEUS = shutil.which("prometheus")
 
 
 @pytest.mark.kafka_only  # checks the dashboard against a real Prometheus; one broker is enough, the reference one
-@pytest.mark.skipif(PROMETHEUS is None, reason="the `prometheus` binary is not installed (apt-get install -y prometheus)")
+@pytest.mark.skipif(
+    PROMETHEUS is None, reason="the `prometheus` binary is not installed (apt-get install -y prometheus)"
+)
 async def test_every_dashboard_query_returns_series_from_a_live_swarm(settings: Settings, tmp_path: Path):
     capability = f"prom-{uuid.uuid4().hex[:8]}"
     ports = {name: free_port() for name in ("coordinator", "agent", "streams", "prometheus")}
     coordinator_metrics, agent_metrics = Metrics(), Metrics()
     servers = [serve(coordinator_metrics, ports["coordinator"]), serve(agent_metrics, ports["agent"])]
     config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "1s"}, "scrape_configs": [
-        {"job_name": f"swarmlog-{name}", "static_configs": [{"targets": [f"127.0.0.1:{ports[name]}"],
-                                                            "labels": {"process": name}}]}
-        for name in ("coordinator", "agent", "streams")]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s"},
+                "scrape_configs": [
+                    {
+                        "job_name": f"swarmlog-{name}",
+                        "static_configs": [{"targets": [f"127.0.0.1:{ports[name]}"], "labels": {"process": name}}],
+                    }
+                    for name in ("coordinator", "agent", "streams")
+                ],
+            }
+        )
+    )
     env = {key: value for key, value in os.environ.items() if not key.startswith("SWARMLOG_")} | {
-        "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
-        "SWARMLOG_STREAMS_APP_ID": f"streams-{capability}", "SWARMLOG_METRICS_PORT": str(ports["streams"])}
-    agent = Agent(AgentConfig(agent_id=f"{capability}-agent", capabilities=(capability, "decision_making"),
-                              brain="scripted", model=None, gpu=None, node="test", region="region-0", slot=51,
-                              data_dir=tmp_path / "agent", heartbeat_s=0.5), settings, ScriptedBrain(), agent_metrics)
+        "SWARMLOG_BROKER": settings.broker,
+        "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+        "SWARMLOG_STREAMS_APP_ID": f"streams-{capability}",
+        "SWARMLOG_METRICS_PORT": str(ports["streams"]),
+    }
+    agent = Agent(
+        AgentConfig(
+            agent_id=f"{capability}-agent",
+            capabilities=(capability, "decision_making"),
+            brain="scripted",
+            model=None,
+            gpu=None,
+            node="test",
+            region="region-0",
+            slot=51,
+            data_dir=tmp_path / "agent",
+            heartbeat_s=0.5,
+        ),
+        settings,
+        ScriptedBrain(),
+        agent_metrics,
+    )
     with contextlib.ExitStack() as stack:
-        for argv, log in ([[PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                            f"--web.listen-address=127.0.0.1:{ports['prometheus']}"], "prometheus.log"],
-                          [[sys.executable, "-m", "swarmlog", "streams", "--data-dir", str(tmp_path / "streams")],
-                           "streams.log"]):
+        for argv, log in (
+            [
+                [
+                    PROMETHEUS,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
+                ],
+                "prometheus.log",
+            ],
+            [[sys.executable, "-m", "swarmlog", "streams", "--data-dir", str(tmp_path / "streams")], "streams.log"],
+        ):
             child = subprocess.Popen(argv, env=env, stdout=(tmp_path / log).open("wb"), stderr=subprocess.STDOUT)
             stack.callback(_stop, child)
         stack.callback(lambda: [server.close() for server in servers])
-        async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "coordinator",
-                                      sensor=coordinator_metrics):
+        async with CoordinatorService(
+            settings, "region-0", data_dir=tmp_path / "coordinator", sensor=coordinator_metrics
+        ):
             running = asyncio.create_task(agent.run())
             async with EventProducer(settings, client_id="garbage") as producer:  # one dead letter for its panel
                 await producer.raw.send_and_wait("swarm.missions", b"not an event", key=b"garbage")
             client = MissionClient(settings, client_name="test")
-            mission = Mission("prom", tasks=(Task("a", "do a", (capability,)), Task("b", "do b", (capability,))),
-                              region="region-0")
+            mission = Mission(
+                "prom", tasks=(Task("a", "do a", (capability,)), Task("b", "do b", (capability,))), region="region-0"
+            )
             await asyncio.sleep(3)  # a few scrapes before the work, so rates have a baseline
-            assert (await client.wait(await client.submit(mission), "region-0", timeout_s=90)).name == "MissionCompleted"
+            assert (
+                await client.wait(await client.submit(mission), "region-0", timeout_s=90)
+            ).name == "MissionCompleted"
             empty = await _eventually_every_query_has_series(ports["prometheus"], timeout_s=120)
             agent.stop()
             await asyncio.wait_for(running, 30)

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import native_build  # noqa: E402
+import native_build
 
-needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                                 reason="llama_cpp is not importable: run scripts/setup.sh")
+needs_llama = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not importable: run scripts/setup.sh"
+)
 # AVX-512 works on zmm (and k mask) registers; AMX on tmm tiles, configured by ldtilecfg (the instruction a kernel
 # that has not enabled AMX answers with a fault: the crash this build avoids).
 BEYOND_AVX2 = re.compile(r"%zmm\d|%tmm\d|ldtilecfg|tileloadd|tdpb")
@@ -34,8 +35,9 @@ def test_the_installed_llama_cpp_uses_no_instruction_beyond_avx2() -> None:
     libraries = _native_libraries()
     assert any("ggml" in path.name for path in libraries), libraries
     for library in libraries:
-        disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(library)], capture_output=True,
-                                     text=True, check=True).stdout
+        disassembly = subprocess.run(
+            ["objdump", "-d", "--no-show-raw-insn", str(library)], capture_output=True, text=True, check=True
+        ).stdout
         found = BEYOND_AVX2.search(disassembly)
         assert found is None, f"{library.name} uses {found.group()}: it was built for one CPU, not any x86-64"
     assert native_build.installed_flag_set() in native_build.ORDER

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
-
 from coordinator.live import crew, eventually, journal, named
+
 from swarmlog.coordinator.shell import CoordinatorService
-from swarmlog.kafka.reading import reader, records_to_end
-from swarmlog.kafka.producer import idempotence_supported
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.kafka.collecting import decoded
+from swarmlog.kafka.producer import idempotence_supported
+from swarmlog.kafka.reading import reader, records_to_end
+from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -52,10 +52,20 @@ class Producer:
 
 PRODUCERS = (
     Producer("node", ("node", "clients/node/produce-mission.mjs"), ("node",), ("clients/node/node_modules",), 40),
-    Producer("java", ("java", "-jar", "clients/java/target/produce-mission.jar"), ("java",),
-             ("clients/java/target/produce-mission.jar",), 44),
-    Producer("kcat", ("bash", "clients/kcat/produce-mission.sh"), ("kcat", "jq", "xxd", "java"),
-             (".cache/avro-tools/avro-tools-1.12.2.jar",), 48),
+    Producer(
+        "java",
+        ("java", "-jar", "clients/java/target/produce-mission.jar"),
+        ("java",),
+        ("clients/java/target/produce-mission.jar",),
+        44,
+    ),
+    Producer(
+        "kcat",
+        ("bash", "clients/kcat/produce-mission.sh"),
+        ("kcat", "jq", "xxd", "java"),
+        (".cache/avro-tools/avro-tools-1.12.2.jar",),
+        48,
+    ),
 )
 
 
@@ -71,15 +81,24 @@ def producer(request: pytest.FixtureRequest) -> Producer:
 @contextlib.asynccontextmanager
 async def region_0(settings: Settings, capability: str, first_slot: int, data_dir: Path) -> AsyncIterator[None]:
     """Two scripted agents with a capability unique to the test, and region-0's coordinator, while the block runs."""
-    async with crew(settings, REGION, 2, capability, first_slot), CoordinatorService(settings, REGION, data_dir=data_dir):
+    async with (
+        crew(settings, REGION, 2, capability, first_slot),
+        CoordinatorService(settings, REGION, data_dir=data_dir),
+    ):
         yield
 
 
 async def produce(producer: Producer, settings: Settings, *args: str) -> str:
     """Run the producer (without blocking the coordinator's event loop); the mission id it prints."""
     process = await asyncio.create_subprocess_exec(
-        *producer.command, "--bootstrap", settings.bootstrap or "", *args, cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *producer.command,
+        "--bootstrap",
+        settings.bootstrap or "",
+        *args,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode == 0, f"{producer.name} producer failed ({process.returncode}): {err.decode()}"
     return out.decode().strip()
@@ -97,8 +116,10 @@ async def dead_letters(settings: Settings, mission_id: str) -> list[Event]:
     consumer = reader(settings, "test-deadletter", idempotence_supported(settings))
     await consumer.start()
     try:
-        partitions = [TopicPartition(DEAD_LETTER_TOPIC, index)
-                      for index in range(spec_for(settings, DEAD_LETTER_TOPIC).partitions)]
+        partitions = [
+            TopicPartition(DEAD_LETTER_TOPIC, index)
+            for index in range(spec_for(settings, DEAD_LETTER_TOPIC).partitions)
+        ]
         consumer.assign(partitions)
         events = []
         for tp in partitions:
@@ -106,8 +127,11 @@ async def dead_letters(settings: Settings, mission_id: str) -> list[Event]:
             events += [event async for r in records_to_end(consumer, tp) if (event := decoded(default_codec(), r))]
     finally:
         await consumer.stop()
-    mine = [event for event in events
-            if event.name == "DeadLetterRecorded" and event.data["origin_key"] == mission_id.encode()]
+    mine = [
+        event
+        for event in events
+        if event.name == "DeadLetterRecorded" and event.data["origin_key"] == mission_id.encode()
+    ]
     return list({event.event_id: event for event in mine}.values())
 
 
@@ -130,22 +154,39 @@ def schemas_copy(tmp_path: Path, *, extra_field: bool = False, stale_lock: bool 
 async def test_a_mission_from_the_client_completes(producer: Producer, settings: Settings, tmp_path: Path):
     capability = f"{producer.name}-{uuid.uuid4().hex[:8]}"
     async with region_0(settings, capability, producer.first_slot, tmp_path):
-        mission_id = await produce(producer, settings, "--region", REGION, "--title", f"from {producer.name}",
-                                   "--task", "a=say a", "--task", "b=say b", "--capability", capability)
+        mission_id = await produce(
+            producer,
+            settings,
+            "--region",
+            REGION,
+            "--title",
+            f"from {producer.name}",
+            "--task",
+            "a=say a",
+            "--task",
+            "b=say b",
+            "--capability",
+            capability,
+        )
         events = await eventually(lambda: completed(settings, mission_id))
     [accepted], [done] = named(events, "MissionAccepted"), named(events, "MissionCompleted")
     assert accepted.data["title"] == f"from {producer.name}"
     assert [(t["task_id"], t["prompt"], t["required_capabilities"]) for t in accepted.data["tasks"]] == [
-        ("a", "say a", [capability]), ("b", "say b", [capability])]
+        ("a", "say a", [capability]),
+        ("b", "say b", [capability]),
+    ]
     assert (done.data["success"], done.data["tasks_completed"]) == (True, 2)
 
 
-async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(producer: Producer, settings: Settings,
-                                                                     tmp_path: Path):
+async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(
+    producer: Producer, settings: Settings, tmp_path: Path
+):
     # Node and Java fingerprint the edited schema themselves; the kcat script takes the fingerprint from the lock.
     foreign = schemas_copy(tmp_path, extra_field=producer.name != "kcat", stale_lock=producer.name == "kcat")
     async with region_0(settings, f"{producer.name}-{uuid.uuid4().hex[:8]}", producer.first_slot, tmp_path):
-        mission_id = await produce(producer, settings, "--region", REGION, "--task", "a=say a", "--schemas", str(foreign))
+        mission_id = await produce(
+            producer, settings, "--region", REGION, "--task", "a=say a", "--schemas", str(foreign)
+        )
         [letter] = await eventually(lambda: dead_letters(settings, mission_id))
     assert letter.data["origin_topic"] == "swarm.missions"
     assert letter.data["error_type"] == "DecodeError"

@@ -45,8 +45,16 @@ def test_the_section_has_an_up_line_per_broker_and_a_script_that_submits_and_wat
 @contextlib.contextmanager
 def started_up(command: str):
     """The README's `up` line running in its own shell; yields the export line it printed."""
-    up = subprocess.Popen(command, shell=True, cwd=ROOT, env=without_swarmlog_settings(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    up = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=ROOT,
+        env=without_swarmlog_settings(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in up.stdout or ()], daemon=True).start()
     printed: list[str] = []
@@ -74,10 +82,19 @@ def test_the_readme_walkthrough_completes_its_mission(broker_kind: str, tmp_path
     ups, script = walkthrough()
     log = tmp_path / "shell.log"
     with started_up(ups[broker_kind]) as export, log.open("w") as output:
-        env = without_swarmlog_settings() | {"SWARMLOG_BRAIN": "scripted", "SWARMLOG_CACHE_DIR": str(tmp_path),
-                                             "COLUMNS": "200"}  # a terminal wide enough for the timeline's table
-        shell = subprocess.Popen(["bash", "-e", "-c", f"{export}\n{script}"], cwd=ROOT, env=env, stdout=output,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+        env = without_swarmlog_settings() | {
+            "SWARMLOG_BRAIN": "scripted",
+            "SWARMLOG_CACHE_DIR": str(tmp_path),
+            "COLUMNS": "200",
+        }  # a terminal wide enough for the timeline's table
+        shell = subprocess.Popen(
+            ["bash", "-e", "-c", f"{export}\n{script}"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             code = shell.wait(300)
         finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_cli_ops import invoke
 
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.announcements import Announcement, evolve, fold, served
@@ -21,18 +22,26 @@ from swarmlog.kafka.producer import EventProducer
 from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
-from test_cli_ops import invoke
-
 REGIONS = ("region-0", "region-1", "region-2")
 
 
 def announced(region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000):
-    return stamp("CoordinatorAnnounced", producer=f"coordinator:{region}", occurred_at_ms=at_ms, region=region,
-                 coordinator_id="host:1", serving=serving, interval_ms=interval_ms, agents=2, idle_agents=1,
-                 active_missions=0)
+    return stamp(
+        "CoordinatorAnnounced",
+        producer=f"coordinator:{region}",
+        occurred_at_ms=at_ms,
+        region=region,
+        coordinator_id="host:1",
+        serving=serving,
+        interval_ms=interval_ms,
+        agents=2,
+        idle_agents=1,
+        active_missions=0,
+    )
 
 
 # The pure fold and decision.
+
 
 def test_a_region_is_served_while_announced_within_three_intervals() -> None:
     latest = fold([announced("region-1", 10_000)])
@@ -54,8 +63,10 @@ def test_other_events_are_no_announcements() -> None:
 def test_placement_uses_the_served_regions_only() -> None:
     client = MissionClient(dataclasses.replace(Settings(), regions=3))
     mission = {"title": "t", "tasks": [{"task_id": "a", "prompt": "p"}]}
-    placed = {asyncio.run(client.placed(mission | {"mission_id": f"m{index}"}, ("region-2",))).data["region"]
-              for index in range(20)}
+    placed = {
+        asyncio.run(client.placed(mission | {"mission_id": f"m{index}"}, ("region-2",))).data["region"]
+        for index in range(20)
+    }
     assert placed == {"region-2"}
     assert asyncio.run(client.placed(mission | {"region": "region-0"}, ("region-2",))).data["region"] == "region-0"
 
@@ -67,12 +78,15 @@ def test_announcement_expiry_is_three_intervals() -> None:
 
 # On real brokers (a broker of this module's own, so no coordinator of another test announces on it).
 
+
 @pytest.fixture
 def settings(own_settings: Settings) -> Settings:
     return own_settings
 
-async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more(settings: Settings,
-                                                                                tmp_path: Path) -> None:
+
+async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more(
+    settings: Settings, tmp_path: Path
+) -> None:
     client = MissionClient(settings)
     async with CoordinatorService(settings, "region-2", data_dir=tmp_path):
         assert "region-2" in await client.served_regions()
@@ -80,11 +94,13 @@ async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more
     assert "region-2" not in await client.served_regions()
 
 
-async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_the_region(settings: Settings,
-                                                                                         tmp_path: Path) -> None:
+async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_the_region(
+    settings: Settings, tmp_path: Path
+) -> None:
     mission = tmp_path / "mission.yaml"
-    mission.write_text(yaml.safe_dump({"title": "unserved", "region": "region-3",
-                                       "tasks": [{"task_id": "a", "prompt": "p"}]}))
+    mission.write_text(
+        yaml.safe_dump({"title": "unserved", "region": "region-3", "tasks": [{"task_id": "a", "prompt": "p"}]})
+    )
 
     submitted = await invoke(settings, "submit", str(mission), "--json")
     assert submitted.exit_code == 0, submitted.output
@@ -100,9 +116,14 @@ async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_t
 async def test_a_mission_without_a_region_goes_to_the_served_one(settings: Settings, tmp_path: Path) -> None:
     client = MissionClient(settings)
     async with CoordinatorService(settings, "region-1", data_dir=tmp_path):
-        placed = {(await client.placed({"title": "t", "mission_id": uuid.uuid4().hex,
-                                        "tasks": [{"task_id": "a", "prompt": "p"}]})).data["region"]
-                  for _ in range(8)}
+        placed = {
+            (
+                await client.placed(
+                    {"title": "t", "mission_id": uuid.uuid4().hex, "tasks": [{"task_id": "a", "prompt": "p"}]}
+                )
+            ).data["region"]
+            for _ in range(8)
+        }
     assert placed == {"region-1"}
 
 
@@ -114,7 +135,7 @@ async def test_a_broker_taken_for_kafka_works_on_kafka_and_on_tansu_names_init_p
     if broker.kind != "tansu":
         async with EventProducer(settings, client_id="test"):
             return
-    with pytest.raises(ConfigError, match="refused InitProducerId .* set SWARMLOG_BROKER=tansu"):
+    with pytest.raises(ConfigError, match=r"refused InitProducerId .* set SWARMLOG_BROKER=tansu"):
         async with EventProducer(settings, client_id="test"):
             pass
 
@@ -123,5 +144,5 @@ async def test_a_repair_is_refused_while_a_coordinator_serves_the_region(setting
     """The repair command writes the region's journal as its coordinator: while one announces that it serves the
     region, nothing is written (Tansu has nothing that would fence it)."""
     async with CoordinatorService(settings, "region-2", data_dir=tmp_path):
-        with pytest.raises(RepairRefused, match="a coordinator still serves region-2 .* stop it first"):
+        with pytest.raises(RepairRefused, match=r"a coordinator still serves region-2 .* stop it first"):
             await repair(settings, "region-2", [0], "garbage", "test")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +58,9 @@ def test_the_lock_lists_every_shipped_version() -> None:
 
 def test_a_field_added_with_a_default_is_compatible_and_gets_published(published: Path) -> None:
     write_version(published, with_field({"name": "gpu_model", "type": "string", "default": "unknown"}), 2)
-    assert check_schemas(published) == [f"{NAME} v2 is not in {LOCK_NAME}; publish it with "
-                                        "`python -m swarmlog.schemas.compat --update-lock`"]
+    assert check_schemas(published) == [
+        f"{NAME} v2 is not in {LOCK_NAME}; publish it with `python -m swarmlog.schemas.compat --update-lock`"
+    ]
     assert check_schemas(published, update_lock=True) == []
     assert check_schemas(published) == []
     assert (published / LOCK_NAME).read_text().splitlines()[-1].startswith(f"{NAME} v2 ")
@@ -114,8 +115,9 @@ def test_documentation_edits_are_not_schema_edits(published: Path) -> None:
 
 def test_deleting_a_published_version_is_reported(published: Path) -> None:
     (published / "avro" / NAME / "v1.avsc").unlink()
-    assert check_schemas(published) == [f"{NAME} v1 is published but its file is gone; every version is kept forever, "
-                                        "restore it"]
+    assert check_schemas(published) == [
+        f"{NAME} v1 is published but its file is gone; every version is kept forever, restore it"
+    ]
 
 
 def test_a_version_gap_is_reported(published: Path) -> None:
@@ -141,7 +143,7 @@ def test_the_module_cli_exits_non_zero_on_problems(published: Path) -> None:
 
 ENVELOPE = {
     "event_id": "e-1",
-    "occurred_at": datetime(2024, 5, 1, tzinfo=timezone.utc),
+    "occurred_at": datetime(2024, 5, 1, tzinfo=UTC),
     "correlation_id": "m-1",
     "causation_id": None,
     "producer": "agent:a-1",
@@ -163,7 +165,7 @@ def test_an_event_written_with_v1_reads_into_v2_with_the_default(published: Path
     assert new.decode(old.encode(event)) == Event(NAME, {**event.data, "gpu_model": "unknown"})
     written = new.encode(Event(NAME, {**event.data, "gpu_model": "H200"}))
     assert written[2:10] == catalog.latest(NAME).fingerprint
-    with pytest.raises(DecodeError, match="unknown schema fingerprint .*upgrade swarmlog"):
+    with pytest.raises(DecodeError, match=r"unknown schema fingerprint .*upgrade swarmlog"):
         old.decode(written)
 
 

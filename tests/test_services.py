@@ -30,7 +30,11 @@ from swarmlog.services.redis import run_redis
 # Kafka API keys of the transactional producer (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 # TxnOffsetCommit) and of the requests every client needs (Produce, Fetch, ListOffsets, Metadata).
 TRANSACTION_APIS = {
-    22: "InitProducerId", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit",
+    22: "InitProducerId",
+    24: "AddPartitionsToTxn",
+    25: "AddOffsetsToTxn",
+    26: "EndTxn",
+    28: "TxnOffsetCommit",
 }
 CLIENT_APIS = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata"}
 
@@ -137,15 +141,20 @@ def test_missing_redis_server_says_what_to_install(monkeypatch: pytest.MonkeyPat
 
 # `swarmlog up` as a user runs it: its own process, stopped by a signal or killed outright.
 
-EXPORT_LINE = re.compile(r"export SWARMLOG_BROKER=(\S+) SWARMLOG_BOOTSTRAP=(\S+) SWARMLOG_REDIS_URL=(\S+) "
-                         r"SWARMLOG_REGIONS=\d+ SWARMLOG_INBOX_PARTITIONS=\d+")
+EXPORT_LINE = re.compile(
+    r"export SWARMLOG_BROKER=(\S+) SWARMLOG_BOOTSTRAP=(\S+) SWARMLOG_REDIS_URL=(\S+) "
+    r"SWARMLOG_REGIONS=\d+ SWARMLOG_INBOX_PARTITIONS=\d+"
+)
 
 
 def _start_up(broker_kind: str) -> tuple[subprocess.Popen[str], str, str]:
     """`swarmlog up --broker KIND` running, with the bootstrap and Redis URL it printed (and the kind it exports)."""
     up = subprocess.Popen(
         [sys.executable, "-m", "swarmlog", "up", "--broker", broker_kind],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in up.stdout or ()], daemon=True).start()

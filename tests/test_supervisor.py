@@ -61,9 +61,11 @@ async def test_work_that_ends_first_returns_its_result(tmp_path: Path) -> None:
 
 def test_stop_all_signals_every_child_before_waiting_for_any(tmp_path: Path) -> None:
     """Children that each take 3 s to stop on SIGTERM all get it together, not one 3 s stop after another."""
-    slow = ("import signal, time\n"
-            "def stop(*_):\n    print(time.time(), flush=True); time.sleep(3); raise SystemExit(0)\n"
-            "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(60)")
+    slow = (
+        "import signal, time\n"
+        "def stop(*_):\n    print(time.time(), flush=True); time.sleep(3); raise SystemExit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\nprint('ready', flush=True)\ntime.sleep(60)"
+    )
     children = [_child(tmp_path, f"slow-{index}", slow) for index in range(3)]
     while not all(child.log.read_text().startswith("ready") for child in children):
         time.sleep(0.05)

@@ -19,8 +19,9 @@ from swarmlog.topics import catalog
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the swarmlog CLI against the settings' broker."""
     env = {"SWARMLOG_BOOTSTRAP": settings.bootstrap or "", "SWARMLOG_BROKER": settings.broker, "PATH": ""}
-    return subprocess.run([sys.executable, "-m", "swarmlog", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "swarmlog", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_ensure_twice_through_the_cli_creates_then_finds_every_topic(settings: Settings) -> None:
@@ -66,7 +67,10 @@ async def test_a_topic_with_too_few_partitions_is_reported_not_changed(settings:
 def test_an_unreachable_bootstrap_says_how_to_fix_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "swarmlog", "topics", "ensure"],
-        capture_output=True, text=True, env={"SWARMLOG_BOOTSTRAP": "127.0.0.1:1", "PATH": ""}, timeout=60,
+        capture_output=True,
+        text=True,
+        env={"SWARMLOG_BOOTSTRAP": "127.0.0.1:1", "PATH": ""},
+        timeout=60,
     )
 
     assert result.returncode == 3

@@ -35,12 +35,15 @@ class LlamaCppBrain:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise ConfigError(f"the llamacpp brain needs llama-cpp-python: pip install 'swarmlog[llamacpp]' ({exc})")
+            raise ConfigError(
+                f"the llamacpp brain needs llama-cpp-python: pip install 'swarmlog[llamacpp]' ({exc})"
+            ) from None
         if not model_path.is_file():
             raise ConfigError(f"no GGUF model at {model_path}; pass --model PATH")
         self.model = model_path.name
-        self._llama = Llama(str(model_path), n_ctx=2048, n_threads=n_threads, n_gpu_layers=n_gpu_layers, seed=seed,
-                            verbose=False)
+        self._llama = Llama(
+            str(model_path), n_ctx=2048, n_threads=n_threads, n_gpu_layers=n_gpu_layers, seed=seed, verbose=False
+        )
         self._seed = seed
         self._lock = threading.Lock()
 
@@ -53,11 +56,14 @@ class LlamaCppBrain:
             reply = self._llama.create_chat_completion(
                 messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
                 response_format={"type": "json_object", "schema": json_schema},
-                max_tokens=max_tokens, temperature=0.2, seed=self._seed,
+                max_tokens=max_tokens,
+                temperature=0.2,
+                seed=self._seed,
             )
         usage = reply["usage"]
-        return Generation(reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"],
-                          usage["completion_tokens"])
+        return Generation(
+            reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"], usage["completion_tokens"]
+        )
 
     def close(self) -> None:
         """Free the model."""
@@ -67,8 +73,12 @@ class LlamaCppBrain:
 def open(model: str | None, gpu: int | None, seed: int = 0) -> LlamaCppBrain:
     """The llama.cpp brain on `model` (a GGUF path) or the shipped SmolLM2; all layers on the GPU when one is given;
     SWARMLOG_LLAMA_THREADS threads."""
-    return LlamaCppBrain(Path(model) if model else default_model(), n_gpu_layers=0 if gpu is None else -1, seed=seed,
-                         n_threads=threads(os.environ))
+    return LlamaCppBrain(
+        Path(model) if model else default_model(),
+        n_gpu_layers=0 if gpu is None else -1,
+        seed=seed,
+        n_threads=threads(os.environ),
+    )
 
 
 def threads(env: Mapping[str, str]) -> int:

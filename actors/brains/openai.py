@@ -26,7 +26,9 @@ class OpenAIBrain:
         self._seed = seed
         self._style = JSON_SCHEMA
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+        self._headers = {"Content-Type": "application/json"} | (
+            {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        )
 
     async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
         """One chat completion constrained to json_schema by the server."""
@@ -47,8 +49,11 @@ class OpenAIBrain:
             self._style = JSON_OBJECT
             return await self.generate(prompt, json_schema, max_tokens)
         usage = reply.get("usage") or {}
-        return Generation(reply["choices"][0]["message"]["content"] or "", usage.get("prompt_tokens", 0),
-                          usage.get("completion_tokens", 0))
+        return Generation(
+            reply["choices"][0]["message"]["content"] or "",
+            usage.get("prompt_tokens", 0),
+            usage.get("completion_tokens", 0),
+        )
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(self._url, json.dumps(body).encode(), self._headers)
@@ -73,5 +78,9 @@ def _response_format(style: str, json_schema: Mapping[str, Any]) -> dict[str, An
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> OpenAIBrain:
     """The server at $OPENAI_BASE_URL (default http://localhost:8000/v1) serving `model` ($OPENAI_API_KEY if set)."""
-    return OpenAIBrain(model or "default", os.environ.get("OPENAI_BASE_URL", "http://localhost:8000/v1"),
-                       os.environ.get("OPENAI_API_KEY"), seed)
+    return OpenAIBrain(
+        model or "default",
+        os.environ.get("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+        os.environ.get("OPENAI_API_KEY"),
+        seed,
+    )

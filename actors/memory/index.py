@@ -67,8 +67,9 @@ class VectorIndex:
         scores[expired] = -np.inf
         top = np.argpartition(-scores, k - 1)[:k] if k < size else np.arange(size)
         best = top[np.argsort(-scores[top], kind="stable")]
-        return [Hit(self._keys[row], self._contents[row], float(scores[row])) for row in best
-                if np.isfinite(scores[row])]
+        return [
+            Hit(self._keys[row], self._contents[row], float(scores[row])) for row in best if np.isfinite(scores[row])
+        ]
 
     def evict(self, now_ms: int) -> None:
         """Drop every memory expired by `now_ms`, compacting the rows."""

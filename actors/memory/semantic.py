@@ -32,8 +32,9 @@ log = logging.getLogger("swarmlog.memory")
 class SemanticMemory:
     """Remember experiences, recall the nearest ones; start it (or `async with` it) before use."""
 
-    def __init__(self, redis_url: str | None, flush_ms: int = DEFAULT_FLUSH_INTERVAL_MS,
-                 model: MiniLM | None = None) -> None:
+    def __init__(
+        self, redis_url: str | None, flush_ms: int = DEFAULT_FLUSH_INTERVAL_MS, model: MiniLM | None = None
+    ) -> None:
         self._redis_url, self._flush_s = redis_url, flush_ms / 1000
         self._model = model
         self._index = VectorIndex(DIMENSION)
@@ -65,8 +66,10 @@ class SemanticMemory:
                 self._add(chunk)
         except RedisError as exc:
             await client.aclose()
-            raise ServiceError(f"the memory bus at {self._redis_url} does not answer ({exc}); start Redis "
-                               "(`swarmlog up`) or point SWARMLOG_REDIS_URL at one") from exc
+            raise ServiceError(
+                f"the memory bus at {self._redis_url} does not answer ({exc}); start Redis "
+                "(`swarmlog up`) or point SWARMLOG_REDIS_URL at one"
+            ) from exc
         self._client = client
         self._follower = asyncio.create_task(self._follow(position))
         self._flusher = asyncio.create_task(self._flush_every())

@@ -37,8 +37,9 @@ log = logging.getLogger("swarmlog.coordinator")
 class Announcer:
     """Announces one region's coordinator on start, every ANNOUNCE_MS, and as stopped on a clean stop."""
 
-    def __init__(self, settings: Settings, region: str, figures: Callable[[], Mapping[str, Any]],
-                 wait: BrokerWait) -> None:
+    def __init__(
+        self, settings: Settings, region: str, figures: Callable[[], Mapping[str, Any]], wait: BrokerWait
+    ) -> None:
         self._settings, self._region, self._figures, self._wait = settings, region, figures, wait
         self._id = f"{socket.gethostname()}:{os.getpid()}"
         self._producer = EventProducer(settings, client_id=f"swarmlog-coordinator-{region}-announcer")
@@ -68,13 +69,24 @@ class Announcer:
     async def _announce(self, *, serving: bool) -> None:
         """Write one announcement, telling `wait` how the broker answered; a failure is logged, never fatal (clients
         then see the region as unserved)."""
-        event = stamp("CoordinatorAnnounced", producer=f"coordinator:{self._region}", region=self._region,
-                      coordinator_id=self._id, serving=serving, interval_ms=ANNOUNCE_MS, **self._figures())
+        event = stamp(
+            "CoordinatorAnnounced",
+            producer=f"coordinator:{self._region}",
+            region=self._region,
+            coordinator_id=self._id,
+            serving=serving,
+            interval_ms=ANNOUNCE_MS,
+            **self._figures(),
+        )
         try:
             await self._wait.through(self._producer.send(TOPIC, event, key=self._region))
         except (KafkaError, SwarmlogError) as exc:
-            log.warning("could not announce %s on %s (%s); run `swarmlog topics ensure` if the topic is missing",
-                        self._region, TOPIC, exc)
+            log.warning(
+                "could not announce %s on %s (%s); run `swarmlog topics ensure` if the topic is missing",
+                self._region,
+                TOPIC,
+                exc,
+            )
 
 
 async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
@@ -97,4 +109,3 @@ async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
         return fold(events)
     finally:
         await consumer.stop()
-

@@ -19,8 +19,16 @@ INBOX = "swarm.agents.inbox"
 class Delivery:
     """One unit of work = one Kafka transaction where the producer is transactional, else plain writes and a commit."""
 
-    def __init__(self, producer: EventProducer, inputs: AIOKafkaConsumer, *, region: str, partition: int,
-                 group_id: str, transactional: bool) -> None:
+    def __init__(
+        self,
+        producer: EventProducer,
+        inputs: AIOKafkaConsumer,
+        *,
+        region: str,
+        partition: int,
+        group_id: str,
+        transactional: bool,
+    ) -> None:
         self._producer = producer
         self._inputs = inputs
         self._key = region.encode()
@@ -42,8 +50,10 @@ class Delivery:
         batch = self._producer.raw.create_batch()
         for event in events:
             if batch.append(key=self._key, value=self._producer.encode_for(JOURNAL, event), timestamp=None) is None:
-                raise EncodeError(f"decision {event.data['causation_id']} ({len(events)} events) does not fit one "
-                                  "record batch; raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes")
+                raise EncodeError(
+                    f"decision {event.data['causation_id']} ({len(events)} events) does not fit one "
+                    "record batch; raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
+                )
         sent = await self._producer.raw.send_batch(batch, JOURNAL, partition=self._partition)
         return (await sent).offset
 

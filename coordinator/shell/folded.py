@@ -17,8 +17,21 @@ __all__ = ["Folded", "Origin", "load", "save"]
 
 def _layout() -> str:
     """A digest of every field of every class a snapshot pickles: a build whose state has other fields reads none."""
-    classes = (Folded, Origin, Skip, Unreadable, state.State, state.Config, state.Agent, state.Mission, state.Replica,
-               state.TaskSpec, state.Ballot, state.Candidate, state.ConsensusSpec)
+    classes = (
+        Folded,
+        Origin,
+        Skip,
+        Unreadable,
+        state.State,
+        state.Config,
+        state.Agent,
+        state.Mission,
+        state.Replica,
+        state.TaskSpec,
+        state.Ballot,
+        state.Candidate,
+        state.ConsensusSpec,
+    )
     shapes = [(cls.__name__, [field.name for field in dataclasses.fields(cls)]) for cls in classes]
     return hashlib.sha256(repr(shapes).encode()).hexdigest()[:16]
 
@@ -46,5 +59,5 @@ def save(path: Path, folded: Folded) -> None:
     path.mkdir(parents=True, exist_ok=True)
     with Rdict(str(path)) as db:
         db[SNAPSHOT_KEY] = pickle.dumps(folded)
-        for key in [key for key in db.keys() if key != SNAPSHOT_KEY]:
+        for key in [key for key in db.keys() if key != SNAPSHOT_KEY]:  # noqa: SIM118 (Rdict iterates items)
             del db[key]

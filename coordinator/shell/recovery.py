@@ -40,7 +40,8 @@ class JournalUnreadable(SwarmlogError):
             f"{'it' if len(records) == 1 else 'them'} (garbage, a stray producer), record that "
             f"{'it is' if len(records) == 1 else 'they are'} skipped while this region's coordinator is stopped: "
             f"{repair_command(region, records)}; then start the coordinator again. If a newer swarmlog wrote "
-            f"{'it' if len(records) == 1 else 'them'}, run that version instead")
+            f"{'it' if len(records) == 1 else 'them'}, run that version instead"
+        )
 
 
 def _count(records: Sequence[Unreadable]) -> str:
@@ -58,8 +59,16 @@ def repair_command(region: str, records: Sequence[Unreadable]) -> str:
     return f"swarmlog coordinator repair --region {shlex.quote(region)} {skips} --reason '<why they are garbage>'"
 
 
-async def recover(consumer: AIOKafkaConsumer, codec: Codec, partition: int, empty: State, snapshot: Folded | None,
-                  timeout_s: float, *, strict: bool = True) -> Folded:
+async def recover(
+    consumer: AIOKafkaConsumer,
+    codec: Codec,
+    partition: int,
+    empty: State,
+    snapshot: Folded | None,
+    timeout_s: float,
+    *,
+    strict: bool = True,
+) -> Folded:
     """The journal partition folded to its end (from the snapshot when it is still a prefix of it, else from the
     start); with `strict`, a JournalUnreadable when records that do not decode are left unrepaired."""
     tp = TopicPartition(JOURNAL, partition)
@@ -72,19 +81,26 @@ async def recover(consumer: AIOKafkaConsumer, codec: Codec, partition: int, empt
                 doubt = await _doubt(consumer, codec, tp, snapshot, empty, origin)
                 if doubt is None:
                     state = dataclasses.replace(snapshot.state, config=empty.config)  # today's timeouts
-                    folded = await _fold_to_end(consumer, codec, tp, dataclasses.replace(snapshot, state=state,
-                                                                                        origin=origin))
+                    folded = await _fold_to_end(
+                        consumer, codec, tp, dataclasses.replace(snapshot, state=state, origin=origin)
+                    )
                 else:
-                    log.warning("%s: not resuming from the coordinator snapshot: %s. Folding the whole journal "
-                                "partition instead; its result replaces the snapshot. If this coordinator should run "
-                                "against the cluster and topic the snapshot came from, stop it and check "
-                                "SWARMLOG_BOOTSTRAP", empty.config.region, doubt)
+                    log.warning(
+                        "%s: not resuming from the coordinator snapshot: %s. Folding the whole journal "
+                        "partition instead; its result replaces the snapshot. If this coordinator should run "
+                        "against the cluster and topic the snapshot came from, stop it and check "
+                        "SWARMLOG_BOOTSTRAP",
+                        empty.config.region,
+                        doubt,
+                    )
             if folded is None:
                 await consumer.seek_to_beginning(tp)
                 folded = await _fold_to_end(consumer, codec, tp, Folded(empty, origin=origin))
     except TimeoutError:
-        raise ServiceError(f"recovery of {tp.topic}[{partition}] took over {timeout_s} s; is the broker healthy? "
-                           "A snapshot under the data dir shortens it") from None
+        raise ServiceError(
+            f"recovery of {tp.topic}[{partition}] took over {timeout_s} s; is the broker healthy? "
+            "A snapshot under the data dir shortens it"
+        ) from None
     if strict and folded.unresolved:
         raise JournalUnreadable(empty.config.region, partition, folded.unresolved)
     return folded
@@ -96,8 +112,9 @@ async def _origin(consumer: AIOKafkaConsumer, tp: TopicPartition) -> Origin:
     return Origin(await cluster_id(consumer), tp.partition, begins[tp])
 
 
-async def _doubt(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, snapshot: Folded, empty: State,
-                 origin: Origin) -> str | None:
+async def _doubt(
+    consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, snapshot: Folded, empty: State, origin: Origin
+) -> str | None:
     """Why the snapshot is not a prefix of this journal partition, or None when it is (the consumer is then at the
     first offset after it)."""
     then = snapshot.origin
@@ -105,21 +122,27 @@ async def _doubt(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, s
         return "it does not record where it was read"
     config, expected = snapshot.state.config, empty.config
     if (config.region, config.regions, then.partition) != (expected.region, expected.regions, tp.partition):
-        return (f"it was folded for {snapshot.state.config.region} (partition {then.partition} of regions "
-                f"{', '.join(snapshot.state.config.regions)}), not for {empty.config.region} (partition "
-                f"{tp.partition} of {', '.join(empty.config.regions)})")
+        return (
+            f"it was folded for {snapshot.state.config.region} (partition {then.partition} of regions "
+            f"{', '.join(snapshot.state.config.regions)}), not for {empty.config.region} (partition "
+            f"{tp.partition} of {', '.join(empty.config.regions)})"
+        )
     if then.cluster_id != origin.cluster_id:
         return f"it was read from cluster {then.cluster_id}, and the broker now belongs to cluster {origin.cluster_id}"
     if then.log_start != origin.log_start:
-        return (f"the partition's log now starts at offset {origin.log_start}, and started at {then.log_start} when "
-                "the snapshot was taken (the topic was recreated or records were deleted)")
+        return (
+            f"the partition's log now starts at offset {origin.log_start}, and started at {then.log_start} when "
+            "the snapshot was taken (the topic was recreated or records were deleted)"
+        )
     at, event_id = snapshot.tip
     consumer.seek(tp, at)
     record = await anext(aiter(records_to_end(consumer, tp)), None)
     end = _end(consumer, tp)
     if end is not None and snapshot.offset >= end:
-        return (f"it has folded the journal up to offset {snapshot.offset}, and the log ends before it, at offset "
-                f"{end} (a recreated topic, or another cluster)")
+        return (
+            f"it has folded the journal up to offset {snapshot.offset}, and the log ends before it, at offset "
+            f"{end} (a recreated topic, or another cluster)"
+        )
     if record is None or record.offset != at:
         return f"the journal holds no record at offset {at}, where the snapshot's last event was"
     try:
@@ -127,8 +150,10 @@ async def _doubt(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, s
     except DecodeError:
         found = "a record that does not decode"
     if found != event_id:
-        return (f"the journal holds {found} at offset {at}, and the snapshot folded {event_id} there (the topic "
-                "was recreated)")
+        return (
+            f"the journal holds {found} at offset {at}, and the snapshot folded {event_id} there (the topic "
+            "was recreated)"
+        )
     consumer.seek(tp, snapshot.offset + 1)
     return None
 

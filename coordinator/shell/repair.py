@@ -51,36 +51,51 @@ class Repaired:
     left: tuple[Unreadable, ...]
 
 
-async def repair(settings: Settings, region: str, offsets: Sequence[int], reason: str, operator: str, *,
-                 force: bool = False) -> Repaired:
+async def repair(
+    settings: Settings, region: str, offsets: Sequence[int], reason: str, operator: str, *, force: bool = False
+) -> Repaired:
     """Record a JournalRecordsSkipped for `offsets` of the region's journal partition, after checking each one is an
     undecodable record; RepairRefused naming every offset that is not, or the coordinator that still serves the
     region (unless `force`)."""
     if region not in settings.region_names:
-        raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
-                          f"{', '.join(settings.region_names)}")
+        raise ConfigError(
+            f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives {', '.join(settings.region_names)}"
+        )
     serving = (await read_announcements(settings)).get(region)
     if not force and serving is not None and serving.serves_at(now_ms()):
         raise RepairRefused(
             f"a coordinator still serves {region} ({serving.coordinator_id}, announced "
             f"{(now_ms() - serving.at_ms) / 1000:.1f} s ago): stop it first, then repair (nothing was written). A "
             f"coordinator killed just now stops counting within {MISSED_INTERVALS * serving.interval_ms / 1000:.0f} s; "
-            "--force repairs anyway")
+            "--force repairs anyway"
+        )
     partition, codec = settings.region_names.index(region), codec_for(settings.schema_registry_url)
     transactional = idempotence_supported(settings)
     name = f"swarmlog-coordinator-{region}"
     consumer = reader(settings, f"{name}-repair", transactional)
     await consumer.start()
     try:
-        folded = await recover(consumer, codec, partition, initial(Config(region, settings.region_names)), None,
-                               READ_TIMEOUT_S, strict=False)
-        refused = [why for offset in sorted(set(offsets))
-                   if (why := await _refusal(consumer, codec, partition, folded, offset)) is not None]
+        folded = await recover(
+            consumer,
+            codec,
+            partition,
+            initial(Config(region, settings.region_names)),
+            None,
+            READ_TIMEOUT_S,
+            strict=False,
+        )
+        refused = [
+            why
+            for offset in sorted(set(offsets))
+            if (why := await _refusal(consumer, codec, partition, folded, offset)) is not None
+        ]
     finally:
         await consumer.stop()
     if refused:
-        raise RepairRefused(f"nothing was written to the {region} journal: {'; '.join(refused)}. Only records that "
-                            "do not decode may be skipped; `swarmlog status` and the coordinator's refusal name them")
+        raise RepairRefused(
+            f"nothing was written to the {region} journal: {'; '.join(refused)}. Only records that "
+            "do not decode may be skipped; `swarmlog status` and the coordinator's refusal name them"
+        )
     unreadable = {record.offset: record for record in folded.unreadable}
     chosen = sorted(set(offsets))
     skipped = tuple(unreadable[offset] for offset in chosen if offset not in folded.skipped)
@@ -88,24 +103,38 @@ async def repair(settings: Settings, region: str, offsets: Sequence[int], reason
     left = tuple(record for record in folded.unresolved if record.offset not in chosen)
     if not skipped:
         return Repaired(region, partition, None, (), already, left)
-    event = stamp(SKIPPED, producer=f"operator:{operator}", region=region, partition=partition,
-                  offsets=[record.offset for record in skipped], errors=[record.reason for record in skipped],
-                  reason=reason, operator=operator)
-    async with EventProducer(settings, client_id=f"{name}-repair",
-                             transactional_id=name if transactional else None) as producer:
+    event = stamp(
+        SKIPPED,
+        producer=f"operator:{operator}",
+        region=region,
+        partition=partition,
+        offsets=[record.offset for record in skipped],
+        errors=[record.reason for record in skipped],
+        reason=reason,
+        operator=operator,
+    )
+    async with EventProducer(
+        settings, client_id=f"{name}-repair", transactional_id=name if transactional else None
+    ) as producer:
         payload = producer.encode_for(JOURNAL, event)
         if transactional:  # the coordinator's id: starting this producer fenced any coordinator of the region
             async with producer.raw.transaction():
                 sent = await producer.raw.send(JOURNAL, payload, key=region.encode(), partition=partition)
             written = (await sent).offset
         else:
-            written = (await producer.raw.send_and_wait(JOURNAL, payload, key=region.encode(),
-                                                        partition=partition)).offset
+            written = (
+                await producer.raw.send_and_wait(JOURNAL, payload, key=region.encode(), partition=partition)
+            ).offset
     return Repaired(region, partition, written, skipped, already, left)
 
 
-async def _refusal(consumer, codec: Codec, partition: int, folded: Folded,  # type: ignore[no-untyped-def]
-                   offset: int) -> str | None:
+async def _refusal(
+    consumer,
+    codec: Codec,
+    partition: int,
+    folded: Folded,  # type: ignore[no-untyped-def]
+    offset: int,
+) -> str | None:
     """Why `offset` may not be skipped, or None when it holds a record that does not decode."""
     if any(record.offset == offset for record in folded.unreadable):
         return None
@@ -116,8 +145,10 @@ async def _refusal(consumer, codec: Codec, partition: int, folded: Folded,  # ty
     consumer.seek(tp, offset)
     record = await anext(aiter(records_to_end(consumer, tp)), None)
     if record is None or record.offset != offset:
-        return (f"{where} holds no record that is read (the log starts later, or it is a transaction marker or an "
-                "aborted write)")
+        return (
+            f"{where} holds no record that is read (the log starts later, or it is a transaction marker or an "
+            "aborted write)"
+        )
     try:
         event = codec.decode_record(record.value or b"", JOURNAL, partition, offset)
     except DecodeError:  # written after the fold read the partition: decide on the next repair, with its reading
@@ -130,14 +161,18 @@ def describe(repaired: Repaired) -> list[str]:
     lines = []
     where = f"{JOURNAL}[{repaired.partition}]"
     if repaired.written_at is not None:
-        lines.append(f"recorded JournalRecordsSkipped at {where}@{repaired.written_at}: offsets "
-                     f"{', '.join(str(record.offset) for record in repaired.skipped)} are passed over by recovery, "
-                     "replay and status")
+        lines.append(
+            f"recorded JournalRecordsSkipped at {where}@{repaired.written_at}: offsets "
+            f"{', '.join(str(record.offset) for record in repaired.skipped)} are passed over by recovery, "
+            "replay and status"
+        )
     if repaired.already:
         lines.append(f"already skipped by an earlier repair: offsets {', '.join(map(str, repaired.already))}")
     if repaired.left:
-        lines.append(f"still undecodable and not skipped: {', '.join(str(r.offset) for r in repaired.left)}; the "
-                     f"coordinator will refuse to start until they are: {repair_command(repaired.region, repaired.left)}")
+        lines.append(
+            f"still undecodable and not skipped: {', '.join(str(r.offset) for r in repaired.left)}; the "
+            f"coordinator will refuse to start until they are: {repair_command(repaired.region, repaired.left)}"
+        )
     else:
         lines.append(f"start the coordinator again: swarmlog coordinator --region {repaired.region}")
     return lines

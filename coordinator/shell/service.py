@@ -27,7 +27,6 @@ from types import TracebackType
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from swarmlog.coordinator import Config, Decision, Receive, Rejected, Tick, decide, initial
-from swarmlog.coordinator.state import RETAIN_ENDED_MS, START_TIMEOUT_MS
 from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
@@ -37,12 +36,18 @@ from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.coordinator.shell.recovery import JOURNAL as JOURNAL_TOPIC
 from swarmlog.coordinator.shell.recovery import recover
-from swarmlog.kafka.reading import reader
+from swarmlog.coordinator.state import RETAIN_ENDED_MS, START_TIMEOUT_MS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
-from swarmlog.kafka.records import (DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, decode_or_dead_letter,
-                                    send_dead_letter)
+from swarmlog.kafka.reading import reader
+from swarmlog.kafka.records import (
+    DEAD_LETTER_TOPIC,
+    DEAD_LETTERED_BY,
+    TOPIC_EVENTS,
+    decode_or_dead_letter,
+    send_dead_letter,
+)
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
@@ -56,8 +61,14 @@ SNAPSHOT_EVERY_EVENTS = 1_000
 SNAPSHOT_EVERY_S = 60.0
 INBOX_TOPIC = "swarm.agents.inbox"
 log = logging.getLogger("swarmlog.coordinator")
-INPUT_TOPICS = ("swarm.missions", "swarm.tasks.events", "swarm.consensus.votes", "swarm.agents.registry",
-                "swarm.control", "swarm.alerts")
+INPUT_TOPICS = (
+    "swarm.missions",
+    "swarm.tasks.events",
+    "swarm.consensus.votes",
+    "swarm.agents.registry",
+    "swarm.control",
+    "swarm.alerts",
+)
 
 
 class InputRejected(SwarmlogError):
@@ -67,13 +78,24 @@ class InputRejected(SwarmlogError):
 class CoordinatorService:
     """One region's coordinator: `async with CoordinatorService(settings, region):` runs it until the block ends."""
 
-    def __init__(self, settings: Settings, region: str, *, data_dir: Path | None = None,
-                 recovery_timeout_s: float = 120.0, sensor: Sensor | None = None,
-                 snapshot_every_events: int = SNAPSHOT_EVERY_EVENTS, snapshot_every_s: float = SNAPSHOT_EVERY_S,
-                 start_timeout_ms: int = START_TIMEOUT_MS, retain_ended_ms: int = RETAIN_ENDED_MS) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        region: str,
+        *,
+        data_dir: Path | None = None,
+        recovery_timeout_s: float = 120.0,
+        sensor: Sensor | None = None,
+        snapshot_every_events: int = SNAPSHOT_EVERY_EVENTS,
+        snapshot_every_s: float = SNAPSHOT_EVERY_S,
+        start_timeout_ms: int = START_TIMEOUT_MS,
+        retain_ended_ms: int = RETAIN_ENDED_MS,
+    ) -> None:
         if region not in settings.region_names:
-            raise ConfigError(f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
-                              f"{', '.join(settings.region_names)}")
+            raise ConfigError(
+                f"unknown region {region!r}; SWARMLOG_REGIONS={settings.regions} gives "
+                f"{', '.join(settings.region_names)}"
+            )
         self._settings = settings
         self._region = region
         self._config = Config(region, settings.region_names, start_timeout_ms, retain_ended_ms)
@@ -97,8 +119,9 @@ class CoordinatorService:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-                        ) -> None:
+    async def __aexit__(
+        self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+    ) -> None:
         await self.stop()
 
     @property
@@ -112,25 +135,41 @@ class CoordinatorService:
             raise RuntimeError(f"{self._name} was already started; make a new CoordinatorService")
         settings, partition = self._settings, self._settings.region_names.index(self._region)
         try:
-            self._producer = await self._started(EventProducer(
-                settings, client_id=self._name, transactional_id=self._name if self._transactional else None,
-                max_batch_size=settings.max_message_bytes))
+            self._producer = await self._started(
+                EventProducer(
+                    settings,
+                    client_id=self._name,
+                    transactional_id=self._name if self._transactional else None,
+                    max_batch_size=settings.max_message_bytes,
+                )
+            )
             journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
             empty = initial(self._config)
             started = time.monotonic()
-            self._folded = await recover(journal, self._codec, partition, empty,
-                                         snapshots.load(self._snapshot_dir), self._recovery_timeout_s)
+            self._folded = await recover(
+                journal, self._codec, partition, empty, snapshots.load(self._snapshot_dir), self._recovery_timeout_s
+            )
             self._sensor.on_recovered("coordinator", time.monotonic() - started)
-            log.info("%s recovered the journal to offset %d in %.2f s", self._name, self._folded.offset,
-                     time.monotonic() - started)
+            log.info(
+                "%s recovered the journal to offset %d in %.2f s",
+                self._name,
+                self._folded.offset,
+                time.monotonic() - started,
+            )
             self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
             snapshots.save(self._snapshot_dir, self._folded)
             self._snapshotted = (self._folded.offset, time.monotonic())
             self._last_bucket = self._folded.clock // TICK_MS
             inputs = await self._started(self._inputs())
             self._inputs_since_ms = now_ms()
-            self._delivery = Delivery(self._producer, inputs, region=self._region, partition=partition,
-                                      group_id=self._name, transactional=self._transactional)
+            self._delivery = Delivery(
+                self._producer,
+                inputs,
+                region=self._region,
+                partition=partition,
+                group_id=self._name,
+                transactional=self._transactional,
+            )
             if not self._transactional:
                 await self._delivery.inbox(messages(self._folded.last, self._folded.state))
             announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
@@ -172,11 +211,21 @@ class CoordinatorService:
     def _inputs(self) -> AIOKafkaConsumer:
         """The input consumer; every partition is assigned (no group joins, so a restart does not wait on one)."""
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._settings.bootstrap, group_id=self._name, client_id=self._name,
-            enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-            isolation_level="read_committed" if self._transactional else "read_uncommitted")
-        consumer.assign([TopicPartition(topic, index) for topic in INPUT_TOPICS
-                         for index in range(spec_for(self._settings, topic).partitions)])
+            bootstrap_servers=self._settings.bootstrap,
+            group_id=self._name,
+            client_id=self._name,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+            isolation_level="read_committed" if self._transactional else "read_uncommitted",
+        )
+        consumer.assign(
+            [
+                TopicPartition(topic, index)
+                for topic in INPUT_TOPICS
+                for index in range(spec_for(self._settings, topic).partitions)
+            ]
+        )
         return consumer
 
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
@@ -201,10 +250,15 @@ class CoordinatorService:
         and dead-lettered when it is this coordinator's to dead-letter (`_dead_letters`); one the core rejects is
         dead-lettered with the reason. Either way it counts as read: its offset is committed with the unit."""
         self._sensor.on_consumed(record.topic)
-        event = await decode_or_dead_letter(self._codec, self._producer, record, self._name,
-                                            carries=TOPIC_EVENTS[record.topic],
-                                            max_message_bytes=self._settings.max_message_bytes,
-                                            dead_letters=self._dead_letters(record))
+        event = await decode_or_dead_letter(
+            self._codec,
+            self._producer,
+            record,
+            self._name,
+            carries=TOPIC_EVENTS[record.topic],
+            max_message_bytes=self._settings.max_message_bytes,
+            dead_letters=self._dead_letters(record),
+        )
         if event is None:
             self._sensor.on_decode_failure(record.topic)
             if self._dead_letters(record):
@@ -214,8 +268,13 @@ class CoordinatorService:
             return  # carried by its topic for someone else (an agent's control events)
         decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
         if isinstance(decision, Rejected):
-            await send_dead_letter(self._producer, record, InputRejected(decision.reason), self._name,
-                                   max_message_bytes=self._settings.max_message_bytes)
+            await send_dead_letter(
+                self._producer,
+                record,
+                InputRejected(decision.reason),
+                self._name,
+                max_message_bytes=self._settings.max_message_bytes,
+            )
             self._sensor.on_produced(DEAD_LETTER_TOPIC)
         else:
             await self._write(decision)
@@ -236,8 +295,9 @@ class CoordinatorService:
         since = max(self._inputs_since_ms, self._broker.resumed_ms)
         if self._broker.waiting_since_ms is not None:
             since = wall  # the broker is away now: no start can be read, so no silence counts
-        decision = decide(Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}", since),
-                          self._folded.state)
+        decision = decide(
+            Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}", since), self._folded.state
+        )
         if isinstance(decision, Decision) and decision.events:
             async with self._delivery.unit():
                 await self._write(decision)
@@ -251,8 +311,13 @@ class CoordinatorService:
             self._folded = self._folded.fold(event, first + index)
         outgoing = messages(decision.events, self._folded.state)
         await self._delivery.inbox(outgoing)
-        log.debug("%s wrote %s at %d; sent %s", self._name, [e.name for e in decision.events], first,
-                  [(m.event.name, m.agent_id, m.slot) for m in outgoing])
+        log.debug(
+            "%s wrote %s at %d; sent %s",
+            self._name,
+            [e.name for e in decision.events],
+            first,
+            [(m.event.name, m.agent_id, m.slot) for m in outgoing],
+        )
         self._report(decision, len(outgoing))
 
     def _report(self, decision: Decision, sent: int) -> None:

@@ -15,8 +15,9 @@ def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> WorkerApp:
     """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
     app = WorkerApp(config.app_id, **config.faust_settings())
     settings = config.settings
-    io = Io(app, codec_for(settings.schema_registry_url), sensor or Sensor(),
-            max_message_bytes=settings.max_message_bytes)
+    io = Io(
+        app, codec_for(settings.schema_registry_url), sensor or Sensor(), max_message_bytes=settings.max_message_bytes
+    )
     liveness.install(app, io, config)
     deadlocks.install(app, io, config)
     budgets.install(app, io, config)

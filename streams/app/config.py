@@ -48,11 +48,13 @@ class StreamsConfig:
 
     def __post_init__(self) -> None:
         if not self.settings.bootstrap:
-            raise ConfigError("the streams worker needs a broker: set SWARMLOG_BOOTSTRAP or start one with `swarmlog up`")
+            raise ConfigError(
+                "the streams worker needs a broker: set SWARMLOG_BOOTSTRAP or start one with `swarmlog up`"
+            )
         for name in ("liveness_timeout_ms", "budget_tokens", "budget_window_ms"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be at least 1, got {getattr(self, name)}")
-        self.budget_policy  # a malformed override fails at start, naming the variable
+        _ = self.budget_policy  # a malformed override fails at start, naming the variable
         if self.guarantee == "exactly_once" and self.settings.broker == "tansu":
             raise ConfigError("Tansu has no transactions: unset SWARMLOG_STREAMS_GUARANTEE or use --broker kafka")
 

@@ -19,8 +19,9 @@ class EndOffsets(mode.Service):
         self._client: AIOKafkaConsumer | None = None
 
     async def on_start(self) -> None:
-        client = AIOKafkaConsumer(bootstrap_servers=self._bootstrap, client_id=self._client_id,
-                                  enable_auto_commit=False)
+        client = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap, client_id=self._client_id, enable_auto_commit=False
+        )
         await client.start()
         self._client = client
 
@@ -45,8 +46,11 @@ class EndOffsets(mode.Service):
         for topic in topics:
             for partition in cluster._partitions.get(topic, {}).values():  # aiokafka keeps the ISR only here
                 if partition.leader < 0 or len(partition.isr) < min_insync:
-                    raise KafkaError(f"{topic}[{partition.partition}] takes no writes now: leader "
-                                     f"{partition.leader}, in-sync replicas {partition.isr}, {min_insync} needed")
+                    raise KafkaError(
+                        f"{topic}[{partition.partition}] takes no writes now: leader "
+                        f"{partition.leader}, in-sync replicas {partition.isr}, {min_insync} needed"
+                    )
         # Metadata names a killed leader until the controller fences it (broker.session.timeout.ms): ask each leader.
-        await self._client.end_offsets([TP(topic, partition) for topic in topics
-                                         for partition in cluster.partitions_for_topic(topic) or ()])
+        await self._client.end_offsets(
+            [TP(topic, partition) for topic in topics for partition in cluster.partitions_for_topic(topic) or ()]
+        )

@@ -58,8 +58,9 @@ class Expiring:
             # Inside an event a RocksDB-backed table reads that event's partition only (Faust keeps a database per
             # partition), so `key in table` says whether a row is this partition's.
             table = self._table
-            self._partitions[partition] = Expiries(((key, value) for key, value in table.items() if key in table),
-                                                   self._expires_at)
+            self._partitions[partition] = Expiries(
+                ((key, value) for key, value in table.items() if key in table), self._expires_at
+            )
         return self._partitions[partition]
 
 

@@ -34,8 +34,13 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     ends = app.service(EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets"))
     progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
     # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
-    watch = Watch(ends, config.settings.bootstrap or "", gap_ms=int(config.tick_s * 4000), sensor=io.sensor,
-                  writable=((HEARTBEATS,), min_insync_replicas(config.settings)))
+    watch = Watch(
+        ends,
+        config.settings.bootstrap or "",
+        gap_ms=int(config.tick_s * 4000),
+        sensor=io.sensor,
+        writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
+    )
     expiring, in_flight = Expiring(app, table, expires_at), InFlight(app)
     built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
 

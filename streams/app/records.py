@@ -61,8 +61,9 @@ class Io:
         await pending
         self.sensor.on_produced(topic)
 
-    async def decoded(self, stream: faust.StreamT,
-                      progress: Progress | None = None) -> AsyncIterator[tuple[EventT, Event]]:
+    async def decoded(
+        self, stream: faust.StreamT, progress: Progress | None = None
+    ) -> AsyncIterator[tuple[EventT, Event]]:
         """The stream's inputs with their events; any other record goes to the dead letters instead. `progress`
         hears of every record: of an input once the loop over this is back for the next one, of the rest at once."""
         async for record in stream.events():
@@ -72,8 +73,9 @@ class Io:
             if progress is not None:
                 progress.processed(record.message.tp, record.message.offset)
 
-    async def decoded_chunks(self, stream: faust.StreamT, size: int,
-                             within_s: float) -> AsyncIterator[list[tuple[EventT, Event]]]:
+    async def decoded_chunks(
+        self, stream: faust.StreamT, size: int, within_s: float
+    ) -> AsyncIterator[list[tuple[EventT, Event]]]:
         """The stream's inputs with their events in chunks of at most `size` or `within_s` seconds, acknowledged
         after each chunk (any other record goes to the dead letters instead)."""
         async for records in stream.take_events(size, within_s):
@@ -94,9 +96,20 @@ class Io:
         if self._dead_lettered.get(message.tp, -1) >= message.offset:  # read again after a rebalance: done already
             return
         self.sensor.on_decode_failure(message.topic)
-        letter = dead_letter(message, error, CONSUMER, max_message_bytes=self._max_message_bytes,
-                             event_id=dead_letter_id(message.topic, message.partition, message.offset))
+        letter = dead_letter(
+            message,
+            error,
+            CONSUMER,
+            max_message_bytes=self._max_message_bytes,
+            event_id=dead_letter_id(message.topic, message.partition, message.offset),
+        )
         await self.send(DEAD_LETTER_TOPIC, message.topic, letter)
         self._dead_lettered[message.tp] = message.offset
-        logger.warning("dead-lettered %s[%d]@%d (%d bytes): %s", message.topic, message.partition, message.offset,
-                       len(message.value or b""), letter.data["reason"])
+        logger.warning(
+            "dead-lettered %s[%d]@%d (%d bytes): %s",
+            message.topic,
+            message.partition,
+            message.offset,
+            len(message.value or b""),
+            letter.data["reason"],
+        )

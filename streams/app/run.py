@@ -10,8 +10,8 @@ import faust
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from swarmlog.errors import ServiceError
-from swarmlog.logs import hold_back_repeats
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.logs import hold_back_repeats
 from swarmlog.metrics import sensor_for
 
 from .build import build_app
@@ -48,8 +48,12 @@ async def ensure_internal_topics(app: faust.App, config: StreamsConfig) -> None:
     Faust's own declaration can land after its first partition assignment, which then ignores those topics."""
     settings = config.settings
     wanted = [NewTopic(global_waits_topic(config), 1, settings.replication_factor)] + [
-        NewTopic(table.changelog_topic.get_topic_name(), table.partitions or app.conf.topic_partitions,
-                 settings.replication_factor, topic_configs={"cleanup.policy": "compact"})
+        NewTopic(
+            table.changelog_topic.get_topic_name(),
+            table.partitions or app.conf.topic_partitions,
+            settings.replication_factor,
+            topic_configs={"cleanup.policy": "compact"},
+        )
         for table in app.tables.values()
     ]
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=config.app_id)

@@ -27,8 +27,10 @@ class _FoldUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in _ALLOWED:
-            raise pickle.UnpicklingError(f"{module}.{name} is not a fold record; a table value holds only "
-                                         f"{', '.join(sorted(cls.__name__ for cls in FOLD_RECORDS))}")
+            raise pickle.UnpicklingError(
+                f"{module}.{name} is not a fold record; a table value holds only "
+                f"{', '.join(sorted(cls.__name__ for cls in FOLD_RECORDS))}"
+            )
         return super().find_class(module, name)
 
 

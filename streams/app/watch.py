@@ -28,8 +28,14 @@ class Watch:
     min.insync.replicas after a node loss): for the agents that is an outage too, so such an answer does not count.
     """
 
-    def __init__(self, ends: EndOffsets, bootstrap: str, gap_ms: int, sensor: Sensor,
-                 writable: tuple[tuple[str, ...], int] = ((), 1)) -> None:
+    def __init__(
+        self,
+        ends: EndOffsets,
+        bootstrap: str,
+        gap_ms: int,
+        sensor: Sensor,
+        writable: tuple[tuple[str, ...], int] = ((), 1),
+    ) -> None:
         self._ends, self._gap_ms = ends, gap_ms
         self._writable = writable  # (topics, in-sync replicas): an answer counts only while these take writes
         self._wait = BrokerWait(sensor, bootstrap, "answer the liveness watch; no agent is declared dead meanwhile")
@@ -52,8 +58,10 @@ class Watch:
         self._wait.answered(at_ms)  # ends a wait (its WARNING, the gauge back to 0)
         if previous is not None and at_ms - previous > self._gap_ms:
             self.since_ms = at_ms
-            logger.warning("no answer from the broker for %.1f s; deaths are decided on silence from now on",
-                           (at_ms - previous) / 1000)
+            logger.warning(
+                "no answer from the broker for %.1f s; deaths are decided on silence from now on",
+                (at_ms - previous) / 1000,
+            )
 
     def failed(self, at_ms: int, exc: BaseException) -> None:
         """The broker did not answer at `at_ms`: the wait's WARNING once per outage, and its length on the gauge."""

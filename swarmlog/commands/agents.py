@@ -10,8 +10,15 @@ from rich.table import Table
 from swarmlog.commands.common import one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, JsonOption, connected, read_agents
 
-STYLE = {"IDLE": "green", "BUSY": "cyan", "THROTTLED": "yellow", "DRAINING": "yellow", "SILENT": "red",
-         "DEAD": "red", "DEREGISTERED": "dim"}
+STYLE = {
+    "IDLE": "green",
+    "BUSY": "cyan",
+    "THROTTLED": "yellow",
+    "DRAINING": "yellow",
+    "SILENT": "red",
+    "DEAD": "red",
+    "DEREGISTERED": "dim",
+}
 
 
 @one_line_errors
@@ -24,6 +31,13 @@ def agents(bootstrap: BootstrapOption = None, as_json: JsonOption = False) -> No
     table = Table("agent", "region", "slot", "capabilities", "model", "status", "heartbeat age")
     for row in rows:
         age = "-" if row.heartbeat_age_s is None else f"{row.heartbeat_age_s:.1f} s"
-        table.add_row(row.agent_id, row.region, str(row.slot), ", ".join(row.capabilities), row.model,
-                      f"[{STYLE.get(row.status, '')}]{row.status}[/]", age)
+        table.add_row(
+            row.agent_id,
+            row.region,
+            str(row.slot),
+            ", ".join(row.capabilities),
+            row.model,
+            f"[{STYLE.get(row.status, '')}]{row.status}[/]",
+            age,
+        )
     out.print(table if rows else "no agents have registered yet")

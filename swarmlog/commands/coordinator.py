@@ -14,10 +14,11 @@ from swarmlog import logs
 from swarmlog.commands.common import one_line_errors, out
 from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell.repair import describe
+from swarmlog.coordinator.shell.repair import repair as record_repair
 from swarmlog.coordinator.state import START_TIMEOUT_MS
-from swarmlog.coordinator.shell.repair import describe, repair as record_repair
-from swarmlog.metrics import sensor_for
 from swarmlog.lifecycle import stop_on_signals
+from swarmlog.metrics import sensor_for
 from swarmlog.settings import Settings
 
 STOP_DEADLINE_S = 30.0
@@ -34,11 +35,18 @@ def coordinator(
     region: Region = "region-0",
     bootstrap: Bootstrap = None,
     data_dir: Annotated[Path | None, typer.Option(help="Journal snapshot folder (<cache dir>/coordinator).")] = None,
-    metrics_port: Annotated[int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")] = None,
-    start_timeout_ms: Annotated[int, typer.Option(
-        min=1, envvar="SWARMLOG_COORDINATOR_START_TIMEOUT_MS",
-        help="Take an assigned task back, and reassign it, when its agent has not started it within this time "
-             "(default 3x the default heartbeat timeout).")] = START_TIMEOUT_MS,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")
+    ] = None,
+    start_timeout_ms: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            envvar="SWARMLOG_COORDINATOR_START_TIMEOUT_MS",
+            help="Take an assigned task back, and reassign it, when its agent has not started it within this time "
+            "(default 3x the default heartbeat timeout).",
+        ),
+    ] = START_TIMEOUT_MS,
 ) -> None:
     """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM.
 
@@ -47,8 +55,9 @@ def coordinator(
     if context.invoked_subcommand is not None:
         return
     logs.configure()
-    asyncio.run(_serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir,
-                       start_timeout_ms))
+    asyncio.run(
+        _serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir, start_timeout_ms)
+    )
 
 
 async def _serve(settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int) -> None:
@@ -57,8 +66,9 @@ async def _serve(settings: Settings, region: str, data_dir: Path | None, start_t
     stop_on_signals(stop.set, what=f"the {region} coordinator", deadline_s=STOP_DEADLINE_S)
     sensor, server = sensor_for(settings.metrics_port)
     try:
-        async with CoordinatorService(settings, region, data_dir=data_dir, sensor=sensor,
-                                      start_timeout_ms=start_timeout_ms) as service:
+        async with CoordinatorService(
+            settings, region, data_dir=data_dir, sensor=sensor, start_timeout_ms=start_timeout_ms
+        ) as service:
             await service.wait(stop)
     finally:
         if server is not None:
@@ -68,13 +78,18 @@ async def _serve(settings: Settings, region: str, data_dir: Path | None, start_t
 @app.command()
 @one_line_errors
 def repair(
-    skip: Annotated[list[int], typer.Option(help="Offset of an undecodable record of the region's journal partition "
-                                                 "to pass over; repeat for several.")],
+    skip: Annotated[
+        list[int],
+        typer.Option(
+            help="Offset of an undecodable record of the region's journal partition to pass over; repeat for several."
+        ),
+    ],
     reason: Annotated[str, typer.Option(help="Why they may be passed over; kept in the journal with your name.")],
     region: Region = "region-0",
     operator: Annotated[str | None, typer.Option(help="Who makes the repair (default: your user name).")] = None,
-    force: Annotated[bool, typer.Option(help="Repair although a coordinator announces that it serves the region.")
-                     ] = False,
+    force: Annotated[
+        bool, typer.Option(help="Repair although a coordinator announces that it serves the region.")
+    ] = False,
     bootstrap: Bootstrap = None,
 ) -> None:
     """Record in the journal that undecodable records are passed over, so the region's coordinator starts again.
@@ -84,9 +99,12 @@ def repair(
     coordinator still running. Offsets that decode, or hold no record, are refused (exit 1) and nothing
     is written."""
     if not reason.strip():
-        raise typer.BadParameter("say why the records may be passed over; it is kept in the journal", param_hint="--reason")
+        raise typer.BadParameter(
+            "say why the records may be passed over; it is kept in the journal", param_hint="--reason"
+        )
     settings = connected(bootstrap)
-    repaired = asyncio.run(record_repair(settings, region, skip, reason.strip(), operator or getpass.getuser(),
-                                         force=force))
+    repaired = asyncio.run(
+        record_repair(settings, region, skip, reason.strip(), operator or getpass.getuser(), force=force)
+    )
     for line in describe(repaired):
         out.print(line, highlight=False, soft_wrap=True)

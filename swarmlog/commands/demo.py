@@ -36,29 +36,55 @@ AGENTS = (
 MISSION: dict[str, Any] = {
     "title": "Write, review and test a slugify() helper",
     "tasks": [
-        {"task_id": "generate", "prompt": "Write a Python function slugify(text) that lowercases text and joins "
-         "words with dashes.", "required_capabilities": ["coding"]},
-        {"task_id": "review", "prompt": "Review the code you are given and list one concrete improvement.",
-         "required_capabilities": ["review"], "depends_on": ["generate"]},
-        {"task_id": "test", "prompt": "Write one pytest test for the code and review you are given.",
-         "required_capabilities": ["testing"], "depends_on": ["review"], "replicas": 2},
+        {
+            "task_id": "generate",
+            "prompt": "Write a Python function slugify(text) that lowercases text and joins words with dashes.",
+            "required_capabilities": ["coding"],
+        },
+        {
+            "task_id": "review",
+            "prompt": "Review the code you are given and list one concrete improvement.",
+            "required_capabilities": ["review"],
+            "depends_on": ["generate"],
+        },
+        {
+            "task_id": "test",
+            "prompt": "Write one pytest test for the code and review you are given.",
+            "required_capabilities": ["testing"],
+            "depends_on": ["review"],
+            "replicas": 2,
+        },
     ],
     "consensus": {"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
-    "final_action": {"prompt": "Decide whether to ship the tested function; answer ship or hold with a reason.",
-                     "required_capabilities": ["decision_making"]},
+    "final_action": {
+        "prompt": "Decide whether to ship the tested function; answer ship or hold with a reason.",
+        "required_capabilities": ["decision_making"],
+    },
     "deadline_ms": 600_000,
 }
-RESULT_FIELDS = ("success", "latency_ms", "agent_count", "tasks_completed", "tasks_failed", "malformed_count",
-                 "consensus_ms", "tokens_used", "outputs")
+RESULT_FIELDS = (
+    "success",
+    "latency_ms",
+    "agent_count",
+    "tasks_completed",
+    "tasks_failed",
+    "malformed_count",
+    "consensus_ms",
+    "tokens_used",
+    "outputs",
+)
 
 
 @one_line_errors
 def demo(
-    as_json: Annotated[bool, typer.Option("--json", help="Print MissionCompleted's fields as one JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print MissionCompleted's fields as one JSON object.")
+    ] = False,
     timeout_s: Annotated[float, typer.Option(help="Give up on the mission after this many seconds.")] = 600.0,
     brain: Annotated[str, typer.Option(help=f"The agents' model adapter: {', '.join(BRAINS)}.")] = "llamacpp",
-    model: Annotated[str | None, typer.Option(help="The agents' GGUF path, model id or scripted-brain JSON file.")
-                     ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="The agents' GGUF path, model id or scripted-brain JSON file.")
+    ] = None,
 ) -> None:
     """Start Tansu, Redis, the stream processors, a coordinator and 4 llama.cpp agents; run one mission; print it.
 
@@ -73,8 +99,9 @@ def demo(
         asyncio.run(ensure_topics(settings))
         with _swarm(settings, work, brain, model) as children:
             try:
-                result = asyncio.run(unless_a_child_dies(_run_mission(settings, timeout_s),
-                                                         [*services.children, *children]))
+                result = asyncio.run(
+                    unless_a_child_dies(_run_mission(settings, timeout_s), [*services.children, *children])
+                )
             except ChildDied as died:
                 _progress(f"error: {died}")
                 _progress(f"stopping the other processes; every log is kept in {work}")
@@ -94,20 +121,41 @@ def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Ite
     """The stream processors, the coordinator and the agents as child processes, all stopped together on exit."""
     # The agents share this machine's cores: one llama.cpp thread each per core they get (see llamacpp.THREADS_VARIABLE).
     threads = os.environ.get(THREADS_VARIABLE) or str(max(1, (os.cpu_count() or 1) // len(AGENTS)))
-    env = os.environ | {"SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
-                        "SWARMLOG_REDIS_URL": settings.redis_url or "", "SWARMLOG_REGIONS": str(settings.regions),
-                        THREADS_VARIABLE: threads}
+    env = os.environ | {
+        "SWARMLOG_BROKER": settings.broker,
+        "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+        "SWARMLOG_REDIS_URL": settings.redis_url or "",
+        "SWARMLOG_REGIONS": str(settings.regions),
+        THREADS_VARIABLE: threads,
+    }
     brain_flags = ["--brain", brain, *(["--model", model] if model else [])]
-    commands = [("streams", ["streams", "--data-dir", str(work / "streams")]),
-                ("coordinator", ["coordinator", "--region", "region-0", "--data-dir", str(work / "coordinator")])]
-    commands += [(agent_id, ["agent", agent_id, "--capabilities", capabilities, *brain_flags,
-                             "--region", "region-0", "--data-dir", str(work / agent_id)])
-                 for agent_id, capabilities in AGENTS]
+    commands = [
+        ("streams", ["streams", "--data-dir", str(work / "streams")]),
+        ("coordinator", ["coordinator", "--region", "region-0", "--data-dir", str(work / "coordinator")]),
+    ]
+    commands += [
+        (
+            agent_id,
+            [
+                "agent",
+                agent_id,
+                "--capabilities",
+                capabilities,
+                *brain_flags,
+                "--region",
+                "region-0",
+                "--data-dir",
+                str(work / agent_id),
+            ],
+        )
+        for agent_id, capabilities in AGENTS
+    ]
     children: list[process.Child] = []
     try:
         for name, argv in commands:
-            child = process.spawn([sys.executable, "-m", "swarmlog", *argv], name=name, log=work / f"{name}.log",
-                                  env=env)
+            child = process.spawn(
+                [sys.executable, "-m", "swarmlog", *argv], name=name, log=work / f"{name}.log", env=env
+            )
             children.append(child)
             _progress(f"started {name} (pid {child.pid}, log: {child.log})")
         yield children

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,8 +21,10 @@ from swarmlog.replay.diff import Comparison, against_live, diff_component
 from swarmlog.replay.fold import Problem, Record, replay
 from swarmlog.replay.memory import rebuild_memory
 from swarmlog.replay.source import Span, read
-from swarmlog.replay.timeline import of_mission, timeline as mission_timeline
-from swarmlog.replay.verify import Verification, default_targets, verify as verify_records
+from swarmlog.replay.timeline import of_mission
+from swarmlog.replay.timeline import timeline as mission_timeline
+from swarmlog.replay.verify import Verification, default_targets
+from swarmlog.replay.verify import verify as verify_records
 from swarmlog.settings import Settings, require_reachable
 from swarmlog.streams.app.config import knob
 from swarmlog.topics import catalog
@@ -31,11 +33,18 @@ app = typer.Typer(no_args_is_help=True, help="Rebuild any state from the log wit
 
 Bootstrap = Annotated[str | None, typer.Option(help="Kafka bootstrap servers ($SWARMLOG_BOOTSTRAP).")]
 Json = Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")]
-Key = Annotated[str | None, typer.Option(help="Region (coordinator), agent id (agent), mission id (mission); "
-                                              "for the others, only the entries of that key.")]
+Key = Annotated[
+    str | None,
+    typer.Option(
+        help="Region (coordinator), agent id (agent), mission id (mission); "
+        "for the others, only the entries of that key."
+    ),
+]
 SnapshotDir = Annotated[Path | None, typer.Option(help="The coordinator's snapshot folder (<cache dir>/coordinator).")]
-AppId = Annotated[str | None, typer.Option(help="The streams worker's Faust app id ($SWARMLOG_STREAMS_APP_ID, "
-                                                  "else swarmlog-streams).")]
+AppId = Annotated[
+    str | None,
+    typer.Option(help="The streams worker's Faust app id ($SWARMLOG_STREAMS_APP_ID, else swarmlog-streams)."),
+]
 MS_THRESHOLD = 10**12
 """--at values from here on are epoch milliseconds, below it offsets."""
 
@@ -63,7 +72,7 @@ def parse_at(value: str | None) -> Span:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise typer.BadParameter(f"--at {value!r} is neither an offset, epoch ms nor an ISO-8601 time") from None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return Span(to_ms=int(moment.timestamp() * 1000))
 
 
@@ -74,12 +83,19 @@ def _all_topics(settings: Settings) -> list[str]:
 def _problems_table(problems: tuple[Problem, ...] | list[Problem]) -> Table:
     """The records that did not decode; those a recorded journal repair passes over say so."""
     unrepaired = sum(1 for problem in problems if not problem.skipped)
-    table = Table("topic", "partition", "offset", "reason", "skipped",
-                  title=f"{len(problems)} undecodable records ({unrepaired} not passed over by a repair)",
-                  title_style="red" if unrepaired else "yellow")
+    table = Table(
+        "topic",
+        "partition",
+        "offset",
+        "reason",
+        "skipped",
+        title=f"{len(problems)} undecodable records ({unrepaired} not passed over by a repair)",
+        title_style="red" if unrepaired else "yellow",
+    )
     for problem in problems:
-        table.add_row(problem.topic, str(problem.partition), str(problem.offset), problem.reason,
-                      problem.skipped or "no")
+        table.add_row(
+            problem.topic, str(problem.partition), str(problem.offset), problem.reason, problem.skipped or "no"
+        )
     return table
 
 
@@ -92,8 +108,14 @@ def _show(document: dict[str, Any], as_json: bool, *tables: Table) -> None:
         out.print(table)
 
 
-def _show_state(name: str, key: str | None, regions: tuple[str, ...], records: tuple[Record, ...],
-                notes: tuple[str, ...], as_json: bool) -> None:
+def _show_state(
+    name: str,
+    key: str | None,
+    regions: tuple[str, ...],
+    records: tuple[Record, ...],
+    notes: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Fold and print one component's state, as JSON entries or a table."""
     chosen = component(name)
     try:
@@ -104,8 +126,14 @@ def _show_state(name: str, key: str | None, regions: tuple[str, ...], records: t
     table = Table("entry", "value", title=f"{name} {key or ''} after {result.events} events".replace("  ", " "))
     for entry, value in view.items():
         table.add_row(entry, canonical(value))
-    document = {"component": name, "key": key, "events": result.events, "state": view, "notes": list(notes),
-                "problems": [dataclasses.asdict(p) for p in result.problems]}
+    document = {
+        "component": name,
+        "key": key,
+        "events": result.events,
+        "state": view,
+        "notes": list(notes),
+        "problems": [dataclasses.asdict(p) for p in result.problems],
+    }
     _show(document, as_json, table, *([_problems_table(result.problems)] if result.problems else []))
 
 
@@ -142,15 +170,39 @@ def timeline(
     reading = asyncio.run(read(settings, _all_topics(settings)))
     steps, problems = mission_timeline(reading.records, mission_id)
     start = steps[0].at_ms if steps else 0
-    table = Table("+ms", "event", "topic", "phase", "agent", "task", "attempt", "latency", "tokens",
-                  title=f"mission {mission_id}: {len(steps)} events")
+    table = Table(
+        "+ms",
+        "event",
+        "topic",
+        "phase",
+        "agent",
+        "task",
+        "attempt",
+        "latency",
+        "tokens",
+        title=f"mission {mission_id}: {len(steps)} events",
+    )
     for step in steps:
-        table.add_row(str(step.at_ms - start), step.name, f"{step.topic}[{step.partition}]@{step.offset}", step.phase,
-                      *(("" if value is None else str(value)) for value in
-                        (step.agent, step.task, step.attempt, step.latency_ms, step.tokens)))
-    _show({"mission_id": mission_id, "steps": [dataclasses.asdict(s) for s in steps],
-           "problems": [dataclasses.asdict(p) for p in problems]},
-          as_json, table, *([_problems_table(problems)] if problems else []))
+        table.add_row(
+            str(step.at_ms - start),
+            step.name,
+            f"{step.topic}[{step.partition}]@{step.offset}",
+            step.phase,
+            *(
+                ("" if value is None else str(value))
+                for value in (step.agent, step.task, step.attempt, step.latency_ms, step.tokens)
+            ),
+        )
+    _show(
+        {
+            "mission_id": mission_id,
+            "steps": [dataclasses.asdict(s) for s in steps],
+            "problems": [dataclasses.asdict(p) for p in problems],
+        },
+        as_json,
+        table,
+        *([_problems_table(problems)] if problems else []),
+    )
     if not steps:
         err.print(f"no event of mission {mission_id} on {settings.bootstrap}", highlight=False)
         raise typer.Exit(EXIT_FAILED)
@@ -179,8 +231,13 @@ def diff(
 
 def _show_comparison(compared: Comparison, as_json: bool) -> None:
     """The differences (key, rebuilt value, live value), or a line saying there are none."""
-    table = Table("key", "rebuilt", "live", title=f"{compared.component}: {len(compared.differences)} differences "
-                  f"(rebuilt from {compared.events} events vs {compared.live})")
+    table = Table(
+        "key",
+        "rebuilt",
+        "live",
+        title=f"{compared.component}: {len(compared.differences)} differences "
+        f"(rebuilt from {compared.events} events vs {compared.live})",
+    )
     for difference in compared.differences:
         table.add_row(difference.key, canonical(difference.rebuilt), canonical(difference.live))
     problems = compared.problems + compared.live_problems
@@ -231,8 +288,9 @@ def _targets(name: str | None, key: str | None, regions: tuple[str, ...]) -> lis
     return [(component(name), key)] if name else default_targets(regions)
 
 
-def _verification(records: Sequence[Record], regions: tuple[str, ...], name: str | None,
-                  key: str | None) -> Verification:
+def _verification(
+    records: Sequence[Record], regions: tuple[str, ...], name: str | None, key: str | None
+) -> Verification:
     """Decode and fold twice; a bad component or key is a usage error."""
     try:
         return verify_records(records, regions, _targets(name, key, regions))
@@ -242,17 +300,38 @@ def _verification(records: Sequence[Record], regions: tuple[str, ...], name: str
 
 def _report_verification(result: Verification, as_json: bool) -> None:
     """Print a verification; exit 1 when it fails."""
-    table = Table("component", "key", "events", "deterministic", "digest",
-                  title=f"{result.records} records, {len(result.problems)} undecodable")
+    table = Table(
+        "component",
+        "key",
+        "events",
+        "deterministic",
+        "digest",
+        title=f"{result.records} records, {len(result.problems)} undecodable",
+    )
     for check in result.checks:
-        table.add_row(check.component, check.key, str(check.events), "yes" if check.deterministic else "[red]NO[/red]",
-                      check.digest)
+        table.add_row(
+            check.component,
+            check.key,
+            str(check.events),
+            "yes" if check.deterministic else "[red]NO[/red]",
+            check.digest,
+        )
     live = Table("component", "key", "compared with", "differences", "unreadable rows", title="fold against live state")
     for check in result.live:
-        live.add_row(check.component, check.key, check.live or f"nothing: {check.note}", str(check.differences),
-                     str(check.unreadable))
-    _show({**dataclasses.asdict(result), "ok": result.ok}, as_json, table, *([live] if result.live else []),
-          *([_problems_table(result.problems)] if result.problems else []))
+        live.add_row(
+            check.component,
+            check.key,
+            check.live or f"nothing: {check.note}",
+            str(check.differences),
+            str(check.unreadable),
+        )
+    _show(
+        {**dataclasses.asdict(result), "ok": result.ok},
+        as_json,
+        table,
+        *([live] if result.live else []),
+        *([_problems_table(result.problems)] if result.problems else []),
+    )
     if not result.ok:
         raise typer.Exit(EXIT_FAILED)
 
@@ -261,8 +340,9 @@ def _report_verification(result: Verification, as_json: bool) -> None:
 @one_line_errors
 def export(
     out_file: Annotated[Path, typer.Option("--out", help="The history file to write (gzip'd JSON lines).")],
-    mission: Annotated[str | None, typer.Option(help="Only this mission's events (and the journal's agent facts).")]
-    = None,
+    mission: Annotated[
+        str | None, typer.Option(help="Only this mission's events (and the journal's agent facts).")
+    ] = None,
     since: Annotated[str | None, typer.Option(help="From this epoch ms or ISO time.")] = None,
     until: Annotated[str | None, typer.Option(help="Up to this epoch ms or ISO time (inclusive).")] = None,
     as_json: Json = False,
@@ -274,7 +354,7 @@ def export(
         raise typer.BadParameter(f"cannot write {out_file}: no folder {out_file.parent}", param_hint="--out")
     span = Span(from_ms=parse_at(since).to_ms if since else None, to_ms=parse_at(until).to_ms if until else None)
     reading = asyncio.run(read(settings, _all_topics(settings), span))
-    records, problems = (of_mission(reading.records, mission) if mission else (list(reading.records), []))
+    records, problems = of_mission(reading.records, mission) if mission else (list(reading.records), [])
     selection = {"mission": mission, "since_ms": span.from_ms, "until_ms": span.to_ms}
     try:
         count = history.export(out_file, records, settings.region_names, selection)
@@ -282,9 +362,17 @@ def export(
         raise typer.BadParameter(f"cannot write {out_file}: {exc.strerror or exc}", param_hint="--out") from None
     table = Table("file", "records", "notes", title="exported")
     table.add_row(str(out_file), str(count), "; ".join(reading.notes))
-    _show({"file": str(out_file), "records": count, "notes": list(reading.notes),
-           "problems": [dataclasses.asdict(p) for p in problems]}, as_json,
-          table, *([_problems_table(problems)] if problems else []))
+    _show(
+        {
+            "file": str(out_file),
+            "records": count,
+            "notes": list(reading.notes),
+            "problems": [dataclasses.asdict(p) for p in problems],
+        },
+        as_json,
+        table,
+        *([_problems_table(problems)] if problems else []),
+    )
 
 
 @app.command()
@@ -304,4 +392,3 @@ def run(
         _show_state(name, key, loaded.regions, loaded.records, (), as_json)
     else:
         _report_verification(_verification(loaded.records, loaded.regions, None, None), as_json)
-

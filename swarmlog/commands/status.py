@@ -24,11 +24,11 @@ from swarmlog.commands.common import err, one_line_errors, out, print_json
 from swarmlog.coordinator import Config, initial
 from swarmlog.coordinator.journal import Unreadable
 from swarmlog.coordinator.shell.recovery import located, recover, repair_command
-from swarmlog.kafka.reading import reader
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError
 from swarmlog.kafka.producer import idempotence_supported
+from swarmlog.kafka.reading import reader
 from swarmlog.replay.fold import decoded
 from swarmlog.replay.source import Span, read
 from swarmlog.schemas.codec import codec_for
@@ -87,17 +87,29 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
         view = evolve_agent(views.get(agent_id), event)
         if view is not None:
             views[agent_id] = view
-    return [AgentRow(v.agent_id, v.region, v.slot, sorted(v.capabilities), v.model, agent_status(v, now),
-                     round((now - v.last_heartbeat_ms) / 1000, 1)) for v in sorted(views.values(),
-                                                                                   key=lambda v: (v.region, v.agent_id))]
+    return [
+        AgentRow(
+            v.agent_id,
+            v.region,
+            v.slot,
+            sorted(v.capabilities),
+            v.model,
+            agent_status(v, now),
+            round((now - v.last_heartbeat_ms) / 1000, 1),
+        )
+        for v in sorted(views.values(), key=lambda v: (v.region, v.agent_id))
+    ]
 
 
 async def read_topic(settings: Settings, topic: str, since_ms: int | None = None) -> list[Event]:
     """A topic's events (from `since_ms` when given) up to its current end; undecodable records skipped."""
     reading = await read(settings, [topic], Span(from_ms=since_ms), timeout_s=READ_TIMEOUT_S)
     # The dead-letter topic is where consumers report undecodable records; status only leaves them out.
-    return [event for _, event in decoded(reading.records, codec_for(settings.schema_registry_url))
-            if isinstance(event, Event)]
+    return [
+        event
+        for _, event in decoded(reading.records, codec_for(settings.schema_registry_url))
+        if isinstance(event, Event)
+    ]
 
 
 async def _start(client: Any, settings: Settings) -> None:
@@ -132,15 +144,28 @@ async def read_region(settings: Settings, region: str) -> RegionRow:
     consumer = reader(settings, "swarmlog-status", idempotence_supported(settings))
     await _start(consumer, settings)
     try:
-        folded = await recover(consumer, codec_for(settings.schema_registry_url), partition,
-                               initial(Config(region, settings.region_names)), None, READ_TIMEOUT_S, strict=False)
+        folded = await recover(
+            consumer,
+            codec_for(settings.schema_registry_url),
+            partition,
+            initial(Config(region, settings.region_names)),
+            None,
+            READ_TIMEOUT_S,
+            strict=False,
+        )
     finally:
         await consumer.stop()
     state = folded.state
-    return RegionRow(region, folded.offset + 1, len(state.queue),
-                     sum(1 for mission in state.missions.values() if mission.active),
-                     sum(1 for agent in state.agents.values() if agent.alive), await group_lag(settings, region),
-                     [dataclasses.asdict(record) for record in folded.unresolved], len(folded.skipped))
+    return RegionRow(
+        region,
+        folded.offset + 1,
+        len(state.queue),
+        sum(1 for mission in state.missions.values() if mission.active),
+        sum(1 for agent in state.agents.values() if agent.alive),
+        await group_lag(settings, region),
+        [dataclasses.asdict(record) for record in folded.unresolved],
+        len(folded.skipped),
+    )
 
 
 async def group_lag(settings: Settings, region: str) -> int | None:
@@ -168,8 +193,9 @@ async def group_lag(settings: Settings, region: str) -> int | None:
 
 async def gather_status(settings: Settings) -> tuple[list[AgentRow], list[RegionRow]]:
     """The agents and every region, read concurrently."""
-    agents, *regions = await asyncio.gather(read_agents(settings),
-                                            *(read_region(settings, region) for region in settings.region_names))
+    agents, *regions = await asyncio.gather(
+        read_agents(settings), *(read_region(settings, region) for region in settings.region_names)
+    )
     return agents, list(regions)
 
 
@@ -178,9 +204,10 @@ def status_document(agents: list[AgentRow], regions: list[RegionRow]) -> dict[st
     by_region: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for agent in agents:
         by_region[agent.region][agent.status] += 1
-    return {"agents": {region: dict(counts) for region, counts in sorted(by_region.items())},
-            "regions": {row.region: {k: v for k, v in dataclasses.asdict(row).items() if k != "region"}
-                        for row in regions}}
+    return {
+        "agents": {region: dict(counts) for region, counts in sorted(by_region.items())},
+        "regions": {row.region: {k: v for k, v in dataclasses.asdict(row).items() if k != "region"} for row in regions},
+    }
 
 
 @one_line_errors
@@ -197,19 +224,38 @@ def status(bootstrap: BootstrapOption = None, as_json: JsonOption = False) -> No
     for region, counts in document["agents"].items():
         table.add_row(region, *(str(counts.get(name, 0)) for name in statuses))
     out.print(table if document["agents"] else "no agents have registered yet")
-    table = Table("region", "journal events", "queue depth", "active missions", "enlisted agents", "consumer lag",
-                  title="coordinators")
+    table = Table(
+        "region",
+        "journal events",
+        "queue depth",
+        "active missions",
+        "enlisted agents",
+        "consumer lag",
+        title="coordinators",
+    )
     for row in regions:
-        table.add_row(row.region, str(row.journal_events), str(row.queue_depth), str(row.active_missions),
-                      str(row.enlisted_agents), "-" if row.lag is None else str(row.lag))
+        table.add_row(
+            row.region,
+            str(row.journal_events),
+            str(row.queue_depth),
+            str(row.active_missions),
+            str(row.enlisted_agents),
+            "-" if row.lag is None else str(row.lag),
+        )
     out.print(table)
     for row in regions:
         if row.undecodable:
             records = [Unreadable(**record) for record in row.undecodable]
-            err.print(f"[red]{row.region}:[/red] {len(records)} journal record(s) do not decode and no repair skips "
-                      f"them; its coordinator will not start: {located(settings.region_names.index(row.region), records)}. "
-                      f"If swarmlog did not write them: {repair_command(row.region, records)}",
-                      highlight=False, soft_wrap=True)
+            err.print(
+                f"[red]{row.region}:[/red] {len(records)} journal record(s) do not decode and no repair skips "
+                f"them; its coordinator will not start: {located(settings.region_names.index(row.region), records)}. "
+                f"If swarmlog did not write them: {repair_command(row.region, records)}",
+                highlight=False,
+                soft_wrap=True,
+            )
         if row.skipped:
-            out.print(f"{row.region}: {row.skipped} undecodable journal record(s) passed over by a recorded repair "
-                      "(`swarmlog replay state coordinator --key REGION` lists them)", highlight=False)
+            out.print(
+                f"{row.region}: {row.skipped} undecodable journal record(s) passed over by a recorded repair "
+                "(`swarmlog replay state coordinator --key REGION` lists them)",
+                highlight=False,
+            )

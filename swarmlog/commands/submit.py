@@ -36,9 +36,13 @@ def submit(
     mission = dict(mission) | {"mission_id": event.data["mission_id"]}
     mission_id, mission_region, served = asyncio.run(_submit(client, mission))
     if mission_region not in served:
-        err.print(f"[yellow]warning:[/yellow] no coordinator serves {mission_region} now (served: "
-                  f"{', '.join(served) or 'none'}); the mission waits until one does: start "
-                  f"`swarmlog coordinator --region {mission_region}`", highlight=False, soft_wrap=True)
+        err.print(
+            f"[yellow]warning:[/yellow] no coordinator serves {mission_region} now (served: "
+            f"{', '.join(served) or 'none'}); the mission waits until one does: start "
+            f"`swarmlog coordinator --region {mission_region}`",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json and not wait:
         print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in served})
     elif not as_json:

@@ -49,6 +49,13 @@ def list_topics(as_json: bool = JsonOption) -> None:
     table = Table("topic", "key", "partitions", "cleanup", "retention", "writers", "events")
     for spec in specs:
         retention = "forever" if spec.retention_ms < 0 else f"{spec.retention_ms // 86_400_000} d"
-        table.add_row(spec.name, spec.key, str(spec.partitions), spec.cleanup,
-                      retention if spec.cleanup == "delete" else "-", ", ".join(spec.writers), ", ".join(spec.events))
+        table.add_row(
+            spec.name,
+            spec.key,
+            str(spec.partitions),
+            spec.cleanup,
+            retention if spec.cleanup == "delete" else "-",
+            ", ".join(spec.writers),
+            ", ".join(spec.events),
+        )
     out.print(table)

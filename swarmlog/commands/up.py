@@ -57,7 +57,11 @@ def up(
 
 def export_line(settings: Settings, services: Services) -> str:
     """The shell line that points processes at these services: every non-secret setting they need to work together."""
-    values = {"SWARMLOG_BROKER": {"docker": "kafka"}.get(services.broker.kind, services.broker.kind), "SWARMLOG_BOOTSTRAP": services.broker.bootstrap,
-              "SWARMLOG_REDIS_URL": services.redis.url, "SWARMLOG_REGIONS": settings.regions,
-              "SWARMLOG_INBOX_PARTITIONS": settings.inbox_partitions}
+    values = {
+        "SWARMLOG_BROKER": {"docker": "kafka"}.get(services.broker.kind, services.broker.kind),
+        "SWARMLOG_BOOTSTRAP": services.broker.bootstrap,
+        "SWARMLOG_REDIS_URL": services.redis.url,
+        "SWARMLOG_REGIONS": settings.regions,
+        "SWARMLOG_INBOX_PARTITIONS": settings.inbox_partitions,
+    }
     return "export " + " ".join(f"{name}={value}" for name, value in values.items())

@@ -20,8 +20,18 @@ from swarmlog.commands.status import BootstrapOption, connected
 from swarmlog.schemas.events import Event
 
 CHECK_SERVED_S = 2.0
-RESULT_FIELDS = ("success", "reason", "latency_ms", "agent_count", "tasks_completed", "tasks_failed",
-                 "malformed_count", "consensus_ms", "tokens_used", "outputs")
+RESULT_FIELDS = (
+    "success",
+    "reason",
+    "latency_ms",
+    "agent_count",
+    "tasks_completed",
+    "tasks_failed",
+    "malformed_count",
+    "consensus_ms",
+    "tokens_used",
+    "outputs",
+)
 
 
 @one_line_errors
@@ -30,7 +40,9 @@ def watch(
     region: Annotated[str | None, typer.Option(help="The mission's region (default: found in the journal).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Give up after this many seconds (exit 1).")] = 600.0,
     bootstrap: BootstrapOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines: one per journal event, then the result.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON lines: one per journal event, then the result.")
+    ] = False,
 ) -> None:
     """Follow a mission's journal live until it ends; exit 0 only when it completed successfully."""
     client = MissionClient(connected(bootstrap), client_name="cli")
@@ -41,12 +53,28 @@ def watch_mission(client: MissionClient, mission_id: str, region: str | None, ti
     """Show the mission's progress until it ends, print its result, exit 1 unless it succeeded."""
     progress = MissionProgress(mission_id)
     if as_json:
-        asyncio.run(follow(client, progress, region, timeout_s, lambda event: print_json(progress_line(event, progress)),
-                           lambda note: print_json({"type": "waiting", "mission_id": mission_id} | note)))
+        asyncio.run(
+            follow(
+                client,
+                progress,
+                region,
+                timeout_s,
+                lambda event: print_json(progress_line(event, progress)),
+                lambda note: print_json({"type": "waiting", "mission_id": mission_id} | note),
+            )
+        )
     else:
         with Live(render(progress), console=out, refresh_per_second=8, transient=True) as live:
-            asyncio.run(follow(client, progress, region, timeout_s, lambda _: live.update(render(progress)),
-                               lambda note: live.console.print(note["message"], highlight=False)))
+            asyncio.run(
+                follow(
+                    client,
+                    progress,
+                    region,
+                    timeout_s,
+                    lambda _: live.update(render(progress)),
+                    lambda note: live.console.print(note["message"], highlight=False),
+                )
+            )
         out.print(render(progress))
     if as_json:
         print_json(result_document(progress))
@@ -54,8 +82,14 @@ def watch_mission(client: MissionClient, mission_id: str, region: str | None, ti
         raise typer.Exit(EXIT_FAILED)
 
 
-async def follow(client: MissionClient, progress: MissionProgress, region: str | None, timeout_s: float,
-                 shown: Callable[[Event], Any], waiting: Callable[[dict[str, Any]], Any]) -> MissionProgress:
+async def follow(
+    client: MissionClient,
+    progress: MissionProgress,
+    region: str | None,
+    timeout_s: float,
+    shown: Callable[[Event], Any],
+    waiting: Callable[[dict[str, Any]], Any],
+) -> MissionProgress:
     """Fold the mission's journal events into `progress`, calling `shown` after each, until its terminal event;
     meanwhile call `waiting` whenever the mission's region becomes unserved (or served again)."""
     try:
@@ -69,21 +103,24 @@ async def follow(client: MissionClient, progress: MissionProgress, region: str |
             finally:
                 noticing.cancel()
     except TimeoutError:
-        raise MissionTimeout(f"mission {progress.mission_id} did not end within {timeout_s:.0f} s (phase "
-                             f"{progress.phase}); run `swarmlog watch {progress.mission_id}` again or check "
-                             "`swarmlog status`") from None
+        raise MissionTimeout(
+            f"mission {progress.mission_id} did not end within {timeout_s:.0f} s (phase "
+            f"{progress.phase}); run `swarmlog watch {progress.mission_id}` again or check "
+            "`swarmlog status`"
+        ) from None
     return progress
 
 
-async def _notice_unserved(client: MissionClient, region: str, progress: MissionProgress,
-                           waiting: Callable[[dict[str, Any]], Any]) -> None:
+async def _notice_unserved(
+    client: MissionClient, region: str, progress: MissionProgress, waiting: Callable[[dict[str, Any]], Any]
+) -> None:
     """Every CHECK_SERVED_S until the mission ends: say when no live coordinator serves its region, and when one does
     again."""
     was_served = True
     while progress.result is None:
         is_served = region in await client.served_regions()
         if is_served != was_served:
-            message = (f"waiting: no coordinator serves {region}" if not is_served else f"{region} is served again")
+            message = f"waiting: no coordinator serves {region}" if not is_served else f"{region} is served again"
             waiting({"region": region, "served": is_served, "message": message})
             was_served = is_served
         await asyncio.sleep(CHECK_SERVED_S)
@@ -98,8 +135,12 @@ def result_document(progress: MissionProgress) -> dict[str, Any]:
     """The final JSON line: the terminal event's fields."""
     result = progress.result
     assert result is not None, "follow returns only after the terminal event"
-    return {"type": "result", "mission_id": progress.mission_id, "mission": result.name,
-            "success": progress.succeeded} | {name: result.data.get(name) for name in RESULT_FIELDS if name in result.data}
+    return {
+        "type": "result",
+        "mission_id": progress.mission_id,
+        "mission": result.name,
+        "success": progress.succeeded,
+    } | {name: result.data.get(name) for name in RESULT_FIELDS if name in result.data}
 
 
 def render(progress: MissionProgress) -> Group:
@@ -108,9 +149,15 @@ def render(progress: MissionProgress) -> Group:
     header = Table.grid(padding=(0, 2))
     header.add_row(Text(f"mission {progress.mission_id}", style="bold"), Text(progress.title))
     header.add_row("phase", Text(progress.phase, style=_phase_style(progress)))
-    header.add_row("tasks", Group(ProgressBar(total=max(progress.planned, finished, 1), completed=finished, width=30),
-                                  Text(f"{finished}/{progress.planned} done or failed, {progress.assigned} assigned, "
-                                       f"{progress.queued} queued")))
+    header.add_row(
+        "tasks",
+        Group(
+            ProgressBar(total=max(progress.planned, finished, 1), completed=finished, width=30),
+            Text(
+                f"{finished}/{progress.planned} done or failed, {progress.assigned} assigned, {progress.queued} queued"
+            ),
+        ),
+    )
     header.add_row("consensus", progress.consensus or (f"{progress.votes} votes" if progress.votes else "-"))
     header.add_row("tokens", str(progress.tokens))
     agents = Table("agent", "done", "failed", title="tasks per agent", title_justify="left")
@@ -121,8 +168,13 @@ def render(progress: MissionProgress) -> Group:
         data = progress.result.data
         lines = [f"{name}: {data[name]}" for name in RESULT_FIELDS if name in data and name != "outputs"]
         lines += [f"output {index}: {output}" for index, output in enumerate(data.get("outputs") or [])]
-        parts.append(Panel(Text("\n".join(lines)), title=f"{progress.result.name}",
-                           border_style="green" if progress.succeeded else "red"))
+        parts.append(
+            Panel(
+                Text("\n".join(lines)),
+                title=f"{progress.result.name}",
+                border_style="green" if progress.succeeded else "red",
+            )
+        )
     return Group(*parts)
 
 

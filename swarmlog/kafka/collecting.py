@@ -24,8 +24,14 @@ CLIENT_ID = "swarmlog-collector"
 class Collector:
     """The events of every partition of some topics that `keep` accepts, from their beginning or end, while open."""
 
-    def __init__(self, settings: Settings, *topics: str, start: Start = "beginning",
-                 keep: Callable[[Event], bool] = lambda event: True, **options: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *topics: str,
+        start: Start = "beginning",
+        keep: Callable[[Event], bool] = lambda event: True,
+        **options: Any,
+    ) -> None:
         self.events: list[Event] = []
         self.read_ms: dict[str, int] = {}  # event id → wall-clock ms it was first read at
         self._settings, self._topics, self._start, self._keep, self._options = settings, topics, start, keep, options

@@ -43,7 +43,9 @@ class EventProducer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+    async def __aexit__(
+        self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+    ) -> None:
         await self.stop()
 
     async def start(self) -> None:
@@ -59,7 +61,8 @@ class EventProducer:
                     f"producer swarmlog uses on Apache Kafka needs; with SWARMLOG_BROKER={self._settings.broker} "
                     "swarmlog takes it for Kafka. If it is Tansu (the embedded broker of `swarmlog up`, which has no "
                     "idempotent or transactional producer), set SWARMLOG_BROKER=tansu: the export line `swarmlog up` "
-                    "prints carries it") from exc
+                    "prints carries it"
+                ) from exc
             raise ServiceError(f"cannot produce to {self._settings.bootstrap}: {exc}; is the broker up?") from exc
 
     async def stop(self) -> None:

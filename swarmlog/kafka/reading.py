@@ -15,9 +15,14 @@ POLL_MS = 100
 
 def reader(settings: Settings, client_id: str, transactional: bool, **options: Any) -> AIOKafkaConsumer:
     """A group-less consumer reading partitions from chosen offsets (read_committed where there are transactions)."""
-    return AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id=client_id, enable_auto_commit=False,
-                            auto_offset_reset="earliest",
-                            isolation_level="read_committed" if transactional else "read_uncommitted", **options)
+    return AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        client_id=client_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if transactional else "read_uncommitted",
+        **options,
+    )
 
 
 async def records_to_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> AsyncIterator[ConsumerRecord]:

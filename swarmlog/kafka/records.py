@@ -68,8 +68,12 @@ def input_event(codec: Codec, record: Any, carries: Collection[str]) -> Event:
     event = codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
     if event.name not in carries:
         kinds = ", ".join(sorted(carries)) or "nothing"
-        raise NotAnInput(f"{event.name} {event.event_id} does not belong on {record.topic}, which carries {kinds}",
-                         topic=record.topic, partition=record.partition, offset=record.offset)
+        raise NotAnInput(
+            f"{event.name} {event.event_id} does not belong on {record.topic}, which carries {kinds}",
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+        )
     return event
 
 
@@ -80,16 +84,17 @@ def fitted(payload: bytes, key: bytes | None, max_message_bytes: int) -> tuple[b
     room = max(0, max_message_bytes - DEAD_LETTER_MARGIN)
     if len(payload) + len(key or b"") <= room:
         return payload, key, ""
-    kept_key = None if key is None else key[:min(len(key), KEPT_KEY_BYTES, room)]
-    kept = payload[:max(0, room - len(kept_key or b""))]
+    kept_key = None if key is None else key[: min(len(key), KEPT_KEY_BYTES, room)]
+    kept = payload[: max(0, room - len(kept_key or b""))]
     cut = [f"payload cut to its first {len(kept)} of {len(payload)} bytes"]
     if key is not None and len(kept_key or b"") < len(key):
         cut.append(f"key cut to its first {len(kept_key or b'')} of {len(key)} bytes")
     return kept, kept_key, "; ".join(cut) + " to fit the dead-letter topic"
 
 
-def dead_letter(record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None,
-                event_id: str | None = None) -> Event:
+def dead_letter(
+    record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None, event_id: str | None = None
+) -> Event:
     """The DeadLetterRecorded event that keeps an unusable record's bytes, origin and reason; with
     `max_message_bytes`, bytes that would not fit in a message of that size are cut (the reason says so); a fresh id
     unless `event_id` is given (see dead_letter_id)."""
@@ -118,21 +123,41 @@ def with_note(reason: str, note: str) -> str:
     return f"{reason} ({note})" if note else reason
 
 
-async def send_dead_letter(producer: EventProducer, record: Any, error: Exception, consumer: str, *,
-                           max_message_bytes: int | None = None) -> Event:
+async def send_dead_letter(
+    producer: EventProducer, record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None
+) -> Event:
     """Write the record's dead letter (id from its coordinates, cut to `max_message_bytes`) and one WARNING line
     naming topic[partition]@offset and the reason; the dead letter written."""
-    letter = dead_letter(record, error, consumer, max_message_bytes=max_message_bytes,
-                         event_id=dead_letter_id(record.topic, record.partition, record.offset))
+    letter = dead_letter(
+        record,
+        error,
+        consumer,
+        max_message_bytes=max_message_bytes,
+        event_id=dead_letter_id(record.topic, record.partition, record.offset),
+    )
     await producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
-    log.warning("%s dead-lettered %s[%d]@%d (%d bytes): %s", consumer, record.topic, record.partition, record.offset,
-                len(record.value or b""), letter.data["reason"])
+    log.warning(
+        "%s dead-lettered %s[%d]@%d (%d bytes): %s",
+        consumer,
+        record.topic,
+        record.partition,
+        record.offset,
+        len(record.value or b""),
+        letter.data["reason"],
+    )
     return letter
 
 
-async def decode_or_dead_letter(codec: Codec, producer: EventProducer, record: Any, consumer: str, *,
-                                carries: Collection[str] | None = None, max_message_bytes: int | None = None,
-                                dead_letters: bool = True) -> Event | None:
+async def decode_or_dead_letter(
+    codec: Codec,
+    producer: EventProducer,
+    record: Any,
+    consumer: str,
+    *,
+    carries: Collection[str] | None = None,
+    max_message_bytes: int | None = None,
+    dead_letters: bool = True,
+) -> Event | None:
     """The record's event (of a kind in `carries`, when given), or None once it is dead-lettered (see
     send_dead_letter; skipped when `dead_letters` is false: another component owns them, see DEAD_LETTERED_BY)."""
     try:

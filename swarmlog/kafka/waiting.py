@@ -39,8 +39,9 @@ class BrokerWait:
     def answered(self, at_ms: int) -> None:
         """The broker answered at `at_ms`: a wait ends (one WARNING saying how long it lasted)."""
         if self.waiting_since_ms is not None:
-            log.warning("the broker at %s answers again after %.1f s", self._bootstrap,
-                        (at_ms - self.waiting_since_ms) / 1000)
+            log.warning(
+                "the broker at %s answers again after %.1f s", self._bootstrap, (at_ms - self.waiting_since_ms) / 1000
+            )
             self.resumed_ms = at_ms
         self.answered_ms, self.waiting_since_ms = at_ms, None
         self._sensor.on_broker_waiting(0.0)

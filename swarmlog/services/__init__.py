@@ -14,8 +14,18 @@ from swarmlog.services.redis import run_redis
 from swarmlog.services.tansu import run_tansu
 from swarmlog.settings import Settings, require_reachable
 
-__all__ = ["Broker", "KafkaCluster", "KafkaNode", "Redis", "Services", "open_broker", "open_redis", "open_services",
-           "run_kafka", "run_kafka_cluster"]
+__all__ = [
+    "Broker",
+    "KafkaCluster",
+    "KafkaNode",
+    "Redis",
+    "Services",
+    "open_broker",
+    "open_redis",
+    "open_services",
+    "run_kafka",
+    "run_kafka_cluster",
+]
 
 
 @contextlib.contextmanager

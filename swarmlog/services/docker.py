@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from swarmlog.errors import ServiceError
 from swarmlog.services.endpoints import Broker, Redis
 from swarmlog.services.kafka import BROKER_CONFIG, KAFKA_VERSION
-from swarmlog.services.process import free_ports
 from swarmlog.services.probe import kafka_answers
+from swarmlog.services.process import free_ports
 
 KAFKA_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 REDIS_IMAGE = "redis:7.4"
@@ -22,7 +22,7 @@ def docker_available() -> tuple[bool, str]:
         import docker
 
         docker.from_env(timeout=3).ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no usable engine"; the reason is reported
+    except Exception as exc:
         return False, f"no Docker engine answers ({type(exc).__name__}: {exc}); start one or set DOCKER_HOST"
     return True, "a Docker engine answers"
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from swarmlog.errors import ServiceError
 from swarmlog.services import process
 from swarmlog.services.endpoints import Broker
-from swarmlog.services.process import Child
 from swarmlog.services.probe import kafka_answers
+from swarmlog.services.process import Child
 
 KAFKA_VERSION = "4.1.2"
 POM = Path(__file__).with_name("kafka-pom.xml")
@@ -66,8 +66,16 @@ def resolve_jars(cache_dir: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".kafka-{KAFKA_VERSION}-", dir=cache_dir))
     try:
         process.run_once(
-            [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-             f"-DoutputDirectory={staging / 'libs'}", "-DincludeScope=runtime"],
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(POM),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging / 'libs'}",
+                "-DincludeScope=runtime",
+            ],
             what=f"Resolving Apache Kafka {KAFKA_VERSION} from Maven Central (needs network access to it once)",
             log=staging / "mvn.log",
         )
@@ -87,8 +95,9 @@ def resolve_jars(cache_dir: Path) -> Path:
     return home / "libs"
 
 
-def server_properties(data_dir: Path, port: int, controller_port: int, *, node_id: int = 1,
-                      voters: Mapping[int, int] | None = None) -> str:
+def server_properties(
+    data_dir: Path, port: int, controller_port: int, *, node_id: int = 1, voters: Mapping[int, int] | None = None
+) -> str:
     """A server.properties for a node that is both broker and controller on 127.0.0.1.
 
     `voters` maps every node id of the cluster to its controller port (this node alone when None); with three or more
@@ -168,9 +177,15 @@ class KafkaNode:
         if self.child is not None and self.child.death() is None:
             raise ServiceError(f"Kafka node {self.node_id} is already running (pid {self.child.pid})")
         self._running.close()
-        self.child = self._running.enter_context(process.running(
-            [*self.jvm, "kafka.Kafka", str(self.config)], name=self.name,
-            log=self.log, ready=lambda: True, cwd=self.workdir))
+        self.child = self._running.enter_context(
+            process.running(
+                [*self.jvm, "kafka.Kafka", str(self.config)],
+                name=self.name,
+                log=self.log,
+                ready=lambda: True,
+                cwd=self.workdir,
+            )
+        )
 
     def wait_ready(self, timeout_s: float) -> None:
         """Wait until the node answers a metadata request; ServiceError with its log's tail if it dies or times out."""
@@ -180,8 +195,10 @@ class KafkaNode:
             if (death := self.child.death(lines=40)) is not None:
                 raise ServiceError(f"while starting, {death}")
             if time.monotonic() > deadline:
-                raise ServiceError(f"Kafka node {self.node_id} was not ready after {timeout_s:.0f}s; its log "
-                                   f"{self.log} ends:\n{process.log_tail(self.log)}")
+                raise ServiceError(
+                    f"Kafka node {self.node_id} was not ready after {timeout_s:.0f}s; its log "
+                    f"{self.log} ends:\n{process.log_tail(self.log)}"
+                )
             time.sleep(0.1)
 
     def start(self, timeout_s: float = 90.0) -> None:
@@ -244,19 +261,34 @@ def run_kafka_cluster(cache_dir: Path, nodes: int = 3, timeout_s: float = 90.0) 
     with tempfile.TemporaryDirectory(prefix="swarmlog-kafka-") as tmp:
         ports = process.free_ports(2 * nodes)
         voters = {index + 1: ports[2 * index + 1] for index in range(nodes)}
-        cluster = KafkaCluster(tuple(
-            KafkaNode(node_id, ports[2 * index], voters[node_id], Path(tmp) / f"node-{node_id}", jvm,
-                      name=f"Apache Kafka {KAFKA_VERSION} node {node_id}")
-            if nodes > 1 else KafkaNode(node_id, ports[0], voters[node_id], Path(tmp), jvm)
-            for index, node_id in enumerate(voters)))
+        cluster = KafkaCluster(
+            tuple(
+                KafkaNode(
+                    node_id,
+                    ports[2 * index],
+                    voters[node_id],
+                    Path(tmp) / f"node-{node_id}",
+                    jvm,
+                    name=f"Apache Kafka {KAFKA_VERSION} node {node_id}",
+                )
+                if nodes > 1
+                else KafkaNode(node_id, ports[0], voters[node_id], Path(tmp), jvm)
+                for index, node_id in enumerate(voters)
+            )
+        )
         shared_id = cluster_id()
         for node in cluster.nodes:
             node.workdir.mkdir(exist_ok=True)
-            node.config.write_text(server_properties(node.workdir / "data", node.port, node.controller_port,
-                                                     node_id=node.node_id, voters=voters))
-            process.run_once([*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", shared_id,
-                              "--config", str(node.config)], what=f"Formatting Kafka node {node.node_id}'s storage",
-                             log=node.log)
+            node.config.write_text(
+                server_properties(
+                    node.workdir / "data", node.port, node.controller_port, node_id=node.node_id, voters=voters
+                )
+            )
+            process.run_once(
+                [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", shared_id, "--config", str(node.config)],
+                what=f"Formatting Kafka node {node.node_id}'s storage",
+                log=node.log,
+            )
         try:
             for node in cluster.nodes:  # all at once: no node answers before a majority of the controllers runs
                 node.spawn()

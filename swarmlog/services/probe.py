@@ -17,7 +17,7 @@ async def _kafka_has_brokers(bootstrap: str) -> bool:
     try:
         await client.bootstrap()
         return bool(client.cluster.brokers())
-    except (KafkaError, OSError, asyncio.TimeoutError):
+    except (TimeoutError, KafkaError, OSError):
         return False
     finally:
         await client.close()

@@ -60,7 +60,9 @@ class Child:
         """None while the child runs; once it has exited, how (code or signal) and the last lines of its log."""
         if self.popen.poll() is None:
             return None
-        return f"{self.name} {describe_exit(self.popen.returncode)}; its log {self.log} ends:\n{log_tail(self.log, lines)}"
+        return (
+            f"{self.name} {describe_exit(self.popen.returncode)}; its log {self.log} ends:\n{log_tail(self.log, lines)}"
+        )
 
 
 def describe_exit(returncode: int) -> str:
@@ -86,7 +88,7 @@ def log_tail(path: Path, lines: int = 40) -> str:
         return f"(no log at {path})"
     crash = max((index for index, line in enumerate(kept) if line.startswith(FATAL)), default=None)
     if crash is not None:
-        kept = kept[crash:crash + lines]  # the crash and the innermost frames, where the stack says most
+        kept = kept[crash : crash + lines]  # the crash and the innermost frames, where the stack says most
     return "\n".join(kept[-lines:]) or f"(empty log at {path})"
 
 
@@ -158,8 +160,9 @@ def running(
         stop(child.popen)
 
 
-def spawn(argv: Sequence[str], *, name: str, log: Path, cwd: Path | None = None,
-          env: Mapping[str, str] | None = None) -> Child:
+def spawn(
+    argv: Sequence[str], *, name: str, log: Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> Child:
     """Start a process in its own process group, its output appended to `log`, killed when this thread dies."""
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -185,6 +188,7 @@ def _wait_ready(child: Child, *, ready: Callable[[], bool], timeout_s: float) ->
         if ready():
             return
         if time.monotonic() > deadline:
-            raise ServiceError(f"{child.name} was not ready after {timeout_s:.0f}s; its log {child.log} ends:\n"
-                               f"{log_tail(child.log)}")
+            raise ServiceError(
+                f"{child.name} was not ready after {timeout_s:.0f}s; its log {child.log} ends:\n{log_tail(child.log)}"
+            )
         time.sleep(0.1)

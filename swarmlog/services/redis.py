@@ -19,10 +19,27 @@ def run_redis(timeout_s: float = 20.0) -> Iterator[Redis]:
     with tempfile.TemporaryDirectory(prefix="swarmlog-redis-") as tmp:
         (port,) = process.free_ports(1)
         url = f"redis://127.0.0.1:{port}/0"
-        argv = [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-                "--dir", tmp, "--daemonize", "no"]
+        argv = [
+            server,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            tmp,
+            "--daemonize",
+            "no",
+        ]
         with process.running(
-            argv, name="redis-server", log=Path(tmp) / "redis.log", ready=lambda: redis_answers(url),
-            timeout_s=timeout_s, cwd=Path(tmp),
+            argv,
+            name="redis-server",
+            log=Path(tmp) / "redis.log",
+            ready=lambda: redis_answers(url),
+            timeout_s=timeout_s,
+            cwd=Path(tmp),
         ) as redis:
             yield Redis(url=url, child=redis)

@@ -42,10 +42,24 @@ def run_tansu(timeout_s: float = 30.0) -> Iterator[Broker]:
         bootstrap = f"127.0.0.1:{port}"
         # Each start is a new, empty cluster: its own id lets a process tell it from the last one (a stored
         # position from another run is then stale, not silently taken as current).
-        argv = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/", "--cluster-id", f"swarmlog-{uuid.uuid4().hex}"]
+        argv = [
+            str(binary),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--cluster-id",
+            f"swarmlog-{uuid.uuid4().hex}",
+        ]
         with process.running(
-            argv, name="Tansu", log=Path(tmp) / "tansu.log", ready=lambda: kafka_answers(bootstrap),
-            timeout_s=timeout_s, cwd=Path(tmp),
+            argv,
+            name="Tansu",
+            log=Path(tmp) / "tansu.log",
+            ready=lambda: kafka_answers(bootstrap),
+            timeout_s=timeout_s,
+            cwd=Path(tmp),
         ) as broker:
             yield Broker(kind="tansu", bootstrap=bootstrap, supports_transactions=False, child=broker)

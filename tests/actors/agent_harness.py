@@ -30,12 +30,17 @@ def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *e
     """`python -m swarmlog agent` on the settings' broker, its log in data_dir/<id>.log."""
     env = os.environ | {"SWARMLOG_BOOTSTRAP": settings.bootstrap, "SWARMLOG_BROKER": settings.broker}
     log = open(data_dir / f"{agent_id}.log", "ab")  # noqa: SIM115 - the child owns it
-    return subprocess.Popen([sys.executable, "-m", "swarmlog", "agent", agent_id, "--slot", str(slot),
-                             "--data-dir", str(data_dir), *extra], env=env, stdout=log, stderr=log)
+    return subprocess.Popen(
+        [sys.executable, "-m", "swarmlog", "agent", agent_id, "--slot", str(slot), "--data-dir", str(data_dir), *extra],
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
 
 
-def spawner(settings: Settings, agent_id: str, slot: int, data_dir: Path,
-            default: tuple[str, ...] = ()) -> Iterator[Callable[..., subprocess.Popen]]:
+def spawner(
+    settings: Settings, agent_id: str, slot: int, data_dir: Path, default: tuple[str, ...] = ()
+) -> Iterator[Callable[..., subprocess.Popen]]:
     """A `start(*extra)` that starts the agent (again, after a stop or a kill) with `extra`, else `default`; whatever
     still runs at the end is killed. For a fixture to yield from."""
     processes: list[subprocess.Popen] = []
@@ -57,20 +62,38 @@ def stop_agent(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: 
     return process.wait(timeout_s)
 
 
-def task_assigned(agent_id: str, slot: int, prompt: str, *, mission_id: str | None = None, max_steps: int = 2,
-                  task_id: str = "t1") -> Event:
+def task_assigned(
+    agent_id: str, slot: int, prompt: str, *, mission_id: str | None = None, max_steps: int = 2, task_id: str = "t1"
+) -> Event:
     """A TaskAssigned as the coordinator would write it."""
     mission_id = mission_id or uuid.uuid4().hex
-    return Event("TaskAssigned", {
-        "event_id": uuid.uuid4().hex, "occurred_at": int(time.time() * 1000), "correlation_id": mission_id,
-        "causation_id": None, "producer": "coordinator:region-0", "mission_id": mission_id, "task_id": task_id,
-        "replica": 0, "attempt": 1, "kind": "WORK", "agent_id": agent_id, "slot": slot, "score": 1.0,
-        "prompt": prompt, "inputs": {}, "required_capabilities": [], "max_steps": max_steps,
-    })
+    return Event(
+        "TaskAssigned",
+        {
+            "event_id": uuid.uuid4().hex,
+            "occurred_at": int(time.time() * 1000),
+            "correlation_id": mission_id,
+            "causation_id": None,
+            "producer": "coordinator:region-0",
+            "mission_id": mission_id,
+            "task_id": task_id,
+            "replica": 0,
+            "attempt": 1,
+            "kind": "WORK",
+            "agent_id": agent_id,
+            "slot": slot,
+            "score": 1.0,
+            "prompt": prompt,
+            "inputs": {},
+            "required_capabilities": [],
+            "max_steps": max_steps,
+        },
+    )
 
 
-async def send_inbox(settings: Settings, slot: int, *events: Event, raw: bytes | None = None,
-                     key: str | None = None) -> None:
+async def send_inbox(
+    settings: Settings, slot: int, *events: Event, raw: bytes | None = None, key: str | None = None
+) -> None:
     """Write events (or raw bytes) into one inbox partition, keyed by `key` or else by their agent."""
     async with EventProducer(settings, client_id="test-coordinator") as producer:
         if raw is not None:

@@ -16,7 +16,8 @@ def test_an_answer_parses():
 
 def test_ask_needs_a_target_and_vote_a_known_candidate():
     assert parse_action('{"action": "ask", "content": "?", "confidence": 1}') == Malformed(
-        "ask needs exactly the fields action, confidence, content, target, got action, confidence, content")
+        "ask needs exactly the fields action, confidence, content, target, got action, confidence, content"
+    )
     vote = '{"action": "vote", "content": "", "confidence": 1, "candidate_id": "c9"}'
     assert isinstance(parse_action(vote, (VOTE,), ("c1", "c2")), Malformed)
     assert parse_action(vote, (VOTE,), ("c9",)).candidate_id == "c9"
@@ -24,7 +25,8 @@ def test_ask_needs_a_target_and_vote_a_known_candidate():
 
 def test_an_action_not_offered_is_malformed():
     assert parse_action('{"action": "remember", "content": "x", "confidence": 1}', ("answer",)) == Malformed(
-        "action 'remember' is not one of answer")
+        "action 'remember' is not one of answer"
+    )
 
 
 def test_confidence_is_clamped_and_must_be_finite():
@@ -39,7 +41,7 @@ def test_truncated_output_is_malformed():
 
 def test_the_schema_lists_one_variant_per_allowed_action_with_the_action_first():
     schema = action_schema((ASK, VOTE), ("c1",))
-    assert [list(v["properties"])[0] for v in schema["oneOf"]] == ["action", "action"]
+    assert [next(iter(v["properties"])) for v in schema["oneOf"]] == ["action", "action"]
     assert schema["oneOf"][1]["properties"]["candidate_id"] == {"enum": ["c1"]}
 
 
@@ -48,12 +50,19 @@ def test_parse_action_never_raises_on_any_text(text):
     assert isinstance(parse_action(text), Action | Malformed)
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.floats() | st.text(),
-                           lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=10)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=10,
+)
 
 
-@given(st.dictionaries(st.sampled_from(["action", "content", "confidence", "target", "candidate_id", "x"]),
-                       json_values | st.sampled_from(ACTIONS)))
+@given(
+    st.dictionaries(
+        st.sampled_from(["action", "content", "confidence", "target", "candidate_id", "x"]),
+        json_values | st.sampled_from(ACTIONS),
+    )
+)
 def test_parse_action_never_raises_on_any_json_object(value):
     assert isinstance(parse_action(json.dumps(value)), Action | Malformed)
 
@@ -65,8 +74,9 @@ def test_every_valid_action_round_trips(kind, content, confidence, extra):
         value["target"] = extra
     if kind == VOTE:
         value["candidate_id"] = extra
-    assert parse_action(json.dumps(value)) == Action(kind, content, confidence, value.get("target"),
-                                                     value.get("candidate_id"))
+    assert parse_action(json.dumps(value)) == Action(
+        kind, content, confidence, value.get("target"), value.get("candidate_id")
+    )
 
 
 def test_raw_control_characters_inside_a_string_still_parse() -> None:

@@ -7,16 +7,32 @@ import functools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarmlog.actors.domain import (CLOCK_SKEW_MS, KEEP_MS, PRUNE_MS, STALE_MS, AgentState, Decision, Receive, Work, decide,
-                                    evolve, initial)
+from swarmlog.actors.domain import (
+    CLOCK_SKEW_MS,
+    KEEP_MS,
+    PRUNE_MS,
+    STALE_MS,
+    AgentState,
+    Decision,
+    Receive,
+    Work,
+    decide,
+    evolve,
+    initial,
+)
 from swarmlog.schemas.events import Event
 
 ME = "agent-1"
 
 
 def event(name: str, at_ms: int, event_id: str, **fields) -> Event:
-    envelope = {"event_id": event_id, "occurred_at": at_ms, "correlation_id": "m1", "causation_id": None,
-                "producer": "test"}
+    envelope = {
+        "event_id": event_id,
+        "occurred_at": at_ms,
+        "correlation_id": "m1",
+        "causation_id": None,
+        "producer": "test",
+    }
     return Event(name, envelope | fields)
 
 
@@ -25,8 +41,19 @@ def attempt(n: int) -> dict:
 
 
 def assigned(n: int, at_ms: int) -> Event:
-    return event("TaskAssigned", at_ms, f"assign-{n}", **attempt(n), kind="WORK", slot=0, score=1.0, prompt="p",
-                 inputs={}, required_capabilities=[], max_steps=3)
+    return event(
+        "TaskAssigned",
+        at_ms,
+        f"assign-{n}",
+        **attempt(n),
+        kind="WORK",
+        slot=0,
+        score=1.0,
+        prompt="p",
+        inputs={},
+        required_capabilities=[],
+        max_steps=3,
+    )
 
 
 def started(n: int, at_ms: int) -> Event:
@@ -34,13 +61,32 @@ def started(n: int, at_ms: int) -> Event:
 
 
 def completed(n: int, at_ms: int) -> Event:
-    return event("TaskCompleted", at_ms, f"assign-{n}/completed", **attempt(n), output="4", confidence=1.0, steps=1,
-                 prompt_tokens=1, completion_tokens=1, latency_ms=1)
+    return event(
+        "TaskCompleted",
+        at_ms,
+        f"assign-{n}/completed",
+        **attempt(n),
+        output="4",
+        confidence=1.0,
+        steps=1,
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_ms=1,
+    )
 
 
 def voted(ballot: str, at_ms: int) -> Event:
-    return event("VoteCast", at_ms, f"{ballot}/vote", mission_id="m1", ballot_id=ballot, voter_agent_id=ME,
-                 candidate_id="c1", confidence=1.0, reason="r")
+    return event(
+        "VoteCast",
+        at_ms,
+        f"{ballot}/vote",
+        mission_id="m1",
+        ballot_id=ballot,
+        voter_agent_id=ME,
+        candidate_id="c1",
+        confidence=1.0,
+        reason="r",
+    )
 
 
 def fold(state: AgentState, events) -> AgentState:
@@ -92,15 +138,22 @@ def test_an_attempt_closed_by_a_clock_running_behind_is_dropped_only_once_its_co
 times = st.integers(min_value=0, max_value=4 * KEEP_MS)
 
 
-@given(st.lists(st.tuples(times, st.integers(0, STALE_MS), st.integers(0, CLOCK_SKEW_MS), st.integers(0, 2 * KEEP_MS)),
-                max_size=40),
-       st.randoms(use_true_random=False), st.integers(0, 2 * KEEP_MS))
+@given(
+    st.lists(
+        st.tuples(times, st.integers(0, STALE_MS), st.integers(0, CLOCK_SKEW_MS), st.integers(0, 2 * KEEP_MS)),
+        max_size=40,
+    ),
+    st.randoms(use_true_random=False),
+    st.integers(0, 2 * KEEP_MS),
+)
 def test_no_closed_attempt_is_ever_started_again_whatever_was_dropped(attempts, random, delay_ms):
     # Attempt n: assigned at `at` by the coordinator's clock, started `lag` later (while not stale) by the agent's
     # clock, which runs up to CLOCK_SKEW_MS behind, and closed `duration` after that. The agent's events fold in any
     # order across attempts (recovery folds partition after partition), in order within one.
-    histories = [[started(n, at + lag - skew), completed(n, at + lag - skew + duration)]
-                 for n, (at, lag, skew, duration) in enumerate(attempts)]
+    histories = [
+        [started(n, at + lag - skew), completed(n, at + lag - skew + duration)]
+        for n, (at, lag, skew, duration) in enumerate(attempts)
+    ]
     order = [n for n, history in enumerate(histories) for _ in history]
     random.shuffle(order)
     state, folded = initial(ME), [0] * len(histories)

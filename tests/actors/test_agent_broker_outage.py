@@ -30,8 +30,9 @@ def single() -> Iterator[KafkaCluster]:
         yield cluster
 
 
-async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_each_end(single: KafkaCluster,
-                                                                                        tmp_path: Path):
+async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_each_end(
+    single: KafkaCluster, tmp_path: Path
+):
     settings = dataclasses.replace(Settings.from_env(), broker="kafka", bootstrap=single.bootstrap)
     await ensure_topics(settings)
     [node] = single.nodes

@@ -16,15 +16,33 @@ ME = "agent-1"
 
 
 def command(name: str, event_id: str = "cmd-1", **fields) -> Receive:
-    envelope = {"event_id": event_id, "occurred_at": 1_000, "correlation_id": "m1", "causation_id": None,
-                "producer": "coordinator:region-0"}
+    envelope = {
+        "event_id": event_id,
+        "occurred_at": 1_000,
+        "correlation_id": "m1",
+        "causation_id": None,
+        "producer": "coordinator:region-0",
+    }
     return Receive(Event(name, envelope | fields), now_ms=2_000)
 
 
 def assigned(agent_id: str = ME, attempt: int = 1, max_steps: int = 3, event_id: str = "cmd-1") -> Receive:
-    return command("TaskAssigned", event_id, mission_id="m1", task_id="t1", replica=0, attempt=attempt, kind="WORK",
-                   agent_id=agent_id, slot=3, score=1.0, prompt="What is 2+2?", inputs={"hint": "arithmetic"},
-                   required_capabilities=[], max_steps=max_steps)
+    return command(
+        "TaskAssigned",
+        event_id,
+        mission_id="m1",
+        task_id="t1",
+        replica=0,
+        attempt=attempt,
+        kind="WORK",
+        agent_id=agent_id,
+        slot=3,
+        score=1.0,
+        prompt="What is 2+2?",
+        inputs={"hint": "arithmetic"},
+        required_capabilities=[],
+        max_steps=max_steps,
+    )
 
 
 def fold(state: AgentState, events) -> AgentState:
@@ -59,8 +77,9 @@ def test_a_new_attempt_of_a_closed_task_is_a_new_task():
 
 def test_cancelling_a_started_task_fails_it_as_cancelled_once():
     state = fold(initial(ME), decide(assigned(), initial(ME)).events)
-    cancel = command("TaskCancelled", "cmd-2", mission_id="m1", task_id="t1", replica=0, attempt=1, agent_id=ME,
-                     reason="superseded")
+    cancel = command(
+        "TaskCancelled", "cmd-2", mission_id="m1", task_id="t1", replica=0, attempt=1, agent_id=ME, reason="superseded"
+    )
     (failed,) = decide(cancel, state).events
     assert failed.data["failure"] == "CANCELLED"
     encode(failed)
@@ -68,22 +87,45 @@ def test_cancelling_a_started_task_fails_it_as_cancelled_once():
 
 
 def test_a_ballot_is_voted_on_once():
-    request = command("VoteRequested", "cmd-3", mission_id="m1", ballot_id="b1", voter_agent_id=ME, slot=3,
-                      candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"},
-                                  {"candidate_id": "c2", "agent_id": "b", "output": "5"}], deadline_at=9_000)
+    request = command(
+        "VoteRequested",
+        "cmd-3",
+        mission_id="m1",
+        ballot_id="b1",
+        voter_agent_id=ME,
+        slot=3,
+        candidates=[
+            {"candidate_id": "c1", "agent_id": "a", "output": "4"},
+            {"candidate_id": "c2", "agent_id": "b", "output": "5"},
+        ],
+        deadline_at=9_000,
+    )
     (effect,) = decide(request, initial(ME)).effects
     assert isinstance(effect, Vote) and ballot_schema(effect.ballot)["oneOf"][0]["properties"]["candidate_id"] == {
-        "enum": ["c1", "c2"]}
-    used, vote = cast(effect.ballot, ME, '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
-                      Usage(20, 9, 3_000, "g1"))
+        "enum": ["c1", "c2"]
+    }
+    used, vote = cast(
+        effect.ballot,
+        ME,
+        '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
+        Usage(20, 9, 3_000, "g1"),
+    )
     assert vote.data["candidate_id"] == "c1" and used.data["generation_id"] == "cmd-3/gen-1/g1"
     encode(used), encode(vote)
     assert decide(request, evolve(initial(ME), vote)) == Decision()
 
 
 def test_a_ballot_past_its_deadline_is_not_voted_on():
-    request = command("VoteRequested", "cmd-3", mission_id="m1", ballot_id="b1", voter_agent_id=ME, slot=3,
-                      candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"}], deadline_at=2_000)
+    request = command(
+        "VoteRequested",
+        "cmd-3",
+        mission_id="m1",
+        ballot_id="b1",
+        voter_agent_id=ME,
+        slot=3,
+        candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"}],
+        deadline_at=2_000,
+    )
     assert decide(request, initial(ME)) == Decision()  # now_ms is 2_000
 
 
@@ -120,7 +162,9 @@ def run_of(max_steps: int) -> Run:
 
 
 def test_an_answer_completes_the_task_with_its_totals():
-    events, after = advance(run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300, "g1"))
+    events, after = advance(
+        run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300, "g1")
+    )
     assert after is None and [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "TaskCompleted"]
     assert events[2].data.items() >= {"output": "4", "confidence": 0.7, "steps": 1, "latency_ms": 300}.items()
     for event in events:
@@ -136,8 +180,9 @@ def test_malformed_output_fails_the_task_with_the_raw_text():
 
 def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
     run = run_of(2)
-    events, after = advance(run, '{"action": "remember", "content": "it is arithmetic", "confidence": 1}',
-                            Usage(10, 5, 2_100, "g1"))
+    events, after = advance(
+        run, '{"action": "remember", "content": "it is arithmetic", "confidence": 1}', Usage(10, 5, 2_100, "g1")
+    )
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken"] and after.allowed == ("answer", "fail")
     assert "remember: it is arithmetic" in after.prompt()
     events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200, "g1"))
@@ -146,13 +191,17 @@ def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
 
 
 def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embedding():
-    events, _ = advance(run_of(3), '{"action": "remember", "content": "2+2 is 4", "confidence": 1}',
-                        Usage(10, 5, 2_100, "g1"))
+    events, _ = advance(
+        run_of(3), '{"action": "remember", "content": "2+2 is 4", "confidence": 1}', Usage(10, 5, 2_100, "g1")
+    )
     step = taken(events)
     recorded = experience(step, [0.6, 0.8], node="n1", ttl_s=600)
     assert recorded.event_id == recorded.data["experience_id"] == f"{step.data['causation_id']}/experience-1"
-    assert (recorded.data["content"], recorded.data["embedding"], recorded.occurred_at_ms) == ("2+2 is 4",
-                                                                                               [0.6, 0.8], 2_100)
+    assert (recorded.data["content"], recorded.data["embedding"], recorded.occurred_at_ms) == (
+        "2+2 is 4",
+        [0.6, 0.8],
+        2_100,
+    )
     assert recorded.data["mission_id"] == "m1" and recorded.data["ttl_s"] == 600
     encode(recorded)
     assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200, "g1"))[0]) is None
@@ -171,4 +220,3 @@ def test_the_step_loop_always_closes_within_max_steps(outputs):
             closed = events[-1]
             break
     assert closed is not None and closed.data["steps"] <= 3 and closed.name in ("TaskCompleted", "TaskFailed")
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import signal
 
@@ -11,11 +12,11 @@ from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_as
 
 from swarmlog.actors.actions import parse_action
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                                reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None,
+    reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'",
+)
 TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
-
-
 
 
 @pytest.fixture
@@ -52,8 +53,13 @@ async def test_an_assigned_task_is_started_and_completed_from_valid_action_json(
 @pytest.mark.slow
 @pytest.mark.kafka_only
 async def test_twenty_tasks_in_a_row_are_never_malformed(settings, agent_id, spawn):
-    prompts = ["What is 2+2?", "Name a colour.", "Give a synonym of fast.", "What is the capital of France?",
-               "Summarise: Kafka keeps an ordered log."] * 4
+    prompts = [
+        "What is 2+2?",
+        "Name a colour.",
+        "Give a synonym of fast.",
+        "What is the capital of France?",
+        "Summarise: Kafka keeps an ordered log.",
+    ] * 4
     slot = slot_of(settings, agent_id)
     tasks = [task_assigned(agent_id, slot, prompt) for prompt in prompts]
     async with Log(settings, *TOPICS) as log:
@@ -65,8 +71,9 @@ async def test_twenty_tasks_in_a_row_are_never_malformed(settings, agent_id, spa
         stop_agent(process)
 
     assert {e.data["mission_id"] for e in closed()} == missions
-    assert [e.data["detail"] for e in log.named("TaskFailed", agent_id=agent_id)
-            if e.data["failure"] == "MALFORMED_OUTPUT"] == []
+    assert [
+        e.data["detail"] for e in log.named("TaskFailed", agent_id=agent_id) if e.data["failure"] == "MALFORMED_OUTPUT"
+    ] == []
 
 
 async def test_heartbeats_keep_their_period_while_the_model_generates(settings, agent_id, spawn):
@@ -75,12 +82,17 @@ async def test_heartbeats_keep_their_period_while_the_model_generates(settings, 
         process = await started(spawn, log, agent_id, "--heartbeat-s", "0.5")
         tasks = [task_assigned(agent_id, slot, "Write two sentences about logs.", max_steps=3) for _ in range(4)]
         await send_inbox(settings, slot, *tasks)
-        await log.wait_for(lambda: len(log.named("TaskCompleted", agent_id=agent_id)) + len(
-            log.named("TaskFailed", agent_id=agent_id)) >= 4, timeout_s=120)
+        await log.wait_for(
+            lambda: (
+                len(log.named("TaskCompleted", agent_id=agent_id)) + len(log.named("TaskFailed", agent_id=agent_id))
+                >= 4
+            ),
+            timeout_s=120,
+        )
         stop_agent(process)
 
     beats = sorted(log.named("AgentHeartbeat", agent_id=agent_id), key=lambda e: e.data["sequence"])
-    busy = [(a, b) for a, b in zip(beats, beats[1:]) if "BUSY" in (a.data["status"], b.data["status"])]
+    busy = [(a, b) for a, b in itertools.pairwise(beats) if "BUSY" in (a.data["status"], b.data["status"])]
     assert len(busy) >= 3, [b.data["status"] for b in beats]
     gaps = [b.occurred_at_ms - a.occurred_at_ms for a, b in busy]
     assert all(250 <= gap <= 1_000 for gap in gaps), gaps  # a mechanism bound: a stalled loop misses seconds, not ms
@@ -96,8 +108,11 @@ async def test_a_poison_record_is_dead_lettered_and_the_agent_goes_on(settings, 
         await log.wait_for(lambda: log.named("TaskCompleted", mission_id=task.data["mission_id"]))
         stop_agent(process)
 
-    poisoned = [e for e in log.named("DeadLetterRecorded", origin_topic="swarm.agents.inbox", origin_partition=slot)
-                if e.data["consumer"] == f"agent:{agent_id}"]
+    poisoned = [
+        e
+        for e in log.named("DeadLetterRecorded", origin_topic="swarm.agents.inbox", origin_partition=slot)
+        if e.data["consumer"] == f"agent:{agent_id}"
+    ]
     assert [e.data["payload"] for e in poisoned] == [b"not an avro record"]
 
 
@@ -114,8 +129,9 @@ async def test_kill_9_mid_task_then_restart_completes_the_task_exactly_once(sett
         killed_before_completion = not log.named("TaskCompleted", mission_id=mission)
         restarted = spawn()
         await log.wait_for(lambda: len(log.named("AgentRegistered", agent_id=agent_id)) == 2)
-        await log.wait_for(lambda: log.named("TaskCompleted", mission_id=mission) or log.named(
-            "TaskFailed", mission_id=mission))
+        await log.wait_for(
+            lambda: log.named("TaskCompleted", mission_id=mission) or log.named("TaskFailed", mission_id=mission)
+        )
         extra = task_assigned(agent_id, slot, "What is 1+1?")  # a later task proves the agent moved past it
         await send_inbox(settings, slot, extra)
         await log.wait_for(lambda: log.named("TaskCompleted", mission_id=extra.data["mission_id"]))

@@ -20,8 +20,6 @@ TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeat
 SCRIPTED = ("--brain", "scripted")
 
 
-
-
 @pytest.fixture
 def spawn(settings, agent_id, tmp_path):
     """Starts the test's agent (again, after a stop or a kill) with the scripted brain; kills what is left at the end."""
@@ -91,8 +89,9 @@ async def test_a_wiped_data_dir_redoes_nothing_finished_and_takes_new_tasks(sett
     assert len(closed(log, first.data["mission_id"])) == 1
 
 
-async def test_a_checkpoint_past_the_inbox_end_is_stale_and_the_agent_reads_its_inbox_again(settings, agent_id, spawn,
-                                                                                          tmp_path):
+async def test_a_checkpoint_past_the_inbox_end_is_stale_and_the_agent_reads_its_inbox_again(
+    settings, agent_id, spawn, tmp_path
+):
     slot = slot_of(settings, agent_id)
     async with Log(settings, *TOPICS) as log:
         process = spawn()
@@ -109,8 +108,9 @@ async def test_a_checkpoint_past_the_inbox_end_is_stale_and_the_agent_reads_its_
     assert len(warnings) == 1 and "past the end" in warnings[0] and "--bootstrap" in warnings[0], warnings
 
 
-async def test_a_checkpoint_of_another_cluster_is_stale_even_where_its_positions_fit(settings, agent_id, spawn,
-                                                                                   tmp_path):
+async def test_a_checkpoint_of_another_cluster_is_stale_even_where_its_positions_fit(
+    settings, agent_id, spawn, tmp_path
+):
     slot = slot_of(settings, agent_id)
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=1)
     async with Log(settings, *TOPICS) as log:
@@ -128,8 +128,9 @@ async def test_a_checkpoint_of_another_cluster_is_stale_even_where_its_positions
 
 
 def exceeded(agent_id: str):
-    return stamp("BudgetExceeded", producer="streams", agent_id=agent_id, window_start=0, window_end=60_000,
-                 used=99, budget=1)
+    return stamp(
+        "BudgetExceeded", producer="streams", agent_id=agent_id, window_start=0, window_end=60_000, used=99, budget=1
+    )
 
 
 def restored(agent_id: str):
@@ -153,8 +154,9 @@ async def test_a_budget_restored_while_the_agent_was_down_lets_it_work_after_a_r
 
 
 @pytest.mark.parametrize("wiped", [False, True], ids=["kept", "wiped"])
-async def test_a_budget_exceeded_while_the_agent_was_down_throttles_it_from_its_restart(settings, agent_id, spawn,
-                                                                                      tmp_path, wiped):
+async def test_a_budget_exceeded_while_the_agent_was_down_throttles_it_from_its_restart(
+    settings, agent_id, spawn, tmp_path, wiped
+):
     async with Log(settings, *TOPICS) as log:
         process = spawn()
         await registered(log, agent_id, 1)
@@ -174,9 +176,17 @@ async def test_a_budget_exceeded_while_the_agent_was_down_throttles_it_from_its_
 async def test_a_step_retried_after_kill_9_counts_its_tokens_again(settings, agent_id, spawn, tmp_path):
     slot = slot_of(settings, agent_id)
     model = tmp_path / "slow.json"
-    model.write_text(json.dumps({"median_ms": 2_500, "script": [
-        json.dumps({"action": "recall", "content": "logs", "confidence": 1}),
-        json.dumps({"action": "answer", "content": "ok", "confidence": 1})]}))
+    model.write_text(
+        json.dumps(
+            {
+                "median_ms": 2_500,
+                "script": [
+                    json.dumps({"action": "recall", "content": "logs", "confidence": 1}),
+                    json.dumps({"action": "answer", "content": "ok", "confidence": 1}),
+                ],
+            }
+        )
+    )
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=3)
     mission = task.data["mission_id"]
     async with Log(settings, *TOPICS) as log:
@@ -200,8 +210,9 @@ def dead_letters(log: Log, agent_id: str, topic: str) -> list:
     return [e for e in log.named("DeadLetterRecorded", origin_topic=topic) if e.data["consumer"] == f"agent:{agent_id}"]
 
 
-async def test_inbox_records_the_agent_cannot_use_are_dead_lettered_once_even_when_read_again(settings, agent_id,
-                                                                                             spawn, tmp_path):
+async def test_inbox_records_the_agent_cannot_use_are_dead_lettered_once_even_when_read_again(
+    settings, agent_id, spawn, tmp_path
+):
     slot = slot_of(settings, agent_id)
     stray = stamp("GroundTruthUpdated", producer="operator", document_id="x", version=1, content="not a command")
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=1)
@@ -268,9 +279,16 @@ async def test_a_model_error_while_voting_does_not_wedge_the_agent(settings, age
     slot = slot_of(settings, agent_id)
     config = AgentConfig(agent_id, (), "scripted", None, None, "test-node", "region-0", slot, tmp_path)
     agent = Agent(config, dataclasses.replace(settings, redis_url=None), VoteFails())
-    ballot = stamp("VoteRequested", producer="coordinator:region-0", mission_id="m-vote", ballot_id=f"b-{agent_id}",
-                   voter_agent_id=agent_id, slot=slot, deadline_at=2**41,
-                   candidates=[{"candidate_id": "c1", "agent_id": "x", "output": "4"}])
+    ballot = stamp(
+        "VoteRequested",
+        producer="coordinator:region-0",
+        mission_id="m-vote",
+        ballot_id=f"b-{agent_id}",
+        voter_agent_id=agent_id,
+        slot=slot,
+        deadline_at=2**41,
+        candidates=[{"candidate_id": "c1", "agent_id": "x", "output": "4"}],
+    )
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=1)
     async with Log(settings, *TOPICS) as log:
         running = asyncio.create_task(agent.run())

@@ -17,23 +17,29 @@ REGISTRY = "swarm.agents.registry"
 TOPICS = ("swarm.tasks.events", REGISTRY, "swarm.agents.heartbeats")
 
 
-
-
 @pytest.fixture
 def spawn(settings, agent_id, tmp_path):
     """Starts the test's agent with a scripted brain that takes ~1 s a step; kills what is left at the end."""
     model = tmp_path / "slow.json"
-    model.write_text(json.dumps({"median_ms": 1_000, "script": [
-        json.dumps({"action": "recall", "content": "logs", "confidence": 1})] * 4 + [
-        json.dumps({"action": "answer", "content": "ok", "confidence": 1})]}))
-    yield from spawner(settings, agent_id, slot_of(settings, agent_id), tmp_path, ("--brain", "scripted", "--model",
-                                                                                   str(model)))
+    model.write_text(
+        json.dumps(
+            {
+                "median_ms": 1_000,
+                "script": [json.dumps({"action": "recall", "content": "logs", "confidence": 1})] * 4
+                + [json.dumps({"action": "answer", "content": "ok", "confidence": 1})],
+            }
+        )
+    )
+    yield from spawner(
+        settings, agent_id, slot_of(settings, agent_id), tmp_path, ("--brain", "scripted", "--model", str(model))
+    )
 
 
 def registry_of(log: Log, agent_id: str) -> Registry:
     """The registry as the streams worker folds it from the agent's registry facts and heartbeats in the log."""
-    return evolve_all(INITIAL, [e for e in log.events
-                                if e.name.startswith("Agent") and e.data.get("agent_id") == agent_id])
+    return evolve_all(
+        INITIAL, [e for e in log.events if e.name.startswith("Agent") and e.data.get("agent_id") == agent_id]
+    )
 
 
 async def declare_dead(settings: Settings, log: Log, agent_id: str) -> Event:
@@ -57,8 +63,9 @@ def test_only_a_death_of_this_run_of_this_agent_counts():
     assert not declared_dead(Event("AgentDeregistered", {"agent_id": "a1", "registration_id": "r2"}), "a1", "r2")
 
 
-async def test_an_agent_declared_dead_while_alive_hands_back_its_task_and_is_listed_alive_again(settings, agent_id,
-                                                                                                spawn, tmp_path):
+async def test_an_agent_declared_dead_while_alive_hands_back_its_task_and_is_listed_alive_again(
+    settings, agent_id, spawn, tmp_path
+):
     slot = slot_of(settings, agent_id)
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=5)
     mission = task.data["mission_id"]

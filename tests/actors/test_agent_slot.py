@@ -11,8 +11,9 @@ from agent_harness import start_agent
 from swarmlog.settings import Settings
 
 
-def test_a_slot_past_the_inbox_topic_is_a_configuration_error(settings: Settings, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch):
+def test_a_slot_past_the_inbox_topic_is_a_configuration_error(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     # The settings say 1,000 inbox partitions (so the CLI accepts the slot); the topic has the suite's fewer.
     monkeypatch.setenv("SWARMLOG_INBOX_PARTITIONS", "1000")
     agent_id = f"slotless-{uuid.uuid4().hex[:8]}"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import json
 
+from test_agent_domain import ME, command
+
 from swarmlog.actors.domain import Decision, Order, Question, Reply, decide, initial
 from swarmlog.actors.peers import MAX_TARGETS, evolve_peers, resolve, targets
 from swarmlog.actors.steps import MAX_ASKS, Run, Usage, advance, question, reply, wait_ended
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
-
-from test_agent_domain import ME, command
 
 ORDER = Order("cmd-1", "m1", "t1", 0, 1, "Plan the release.", {}, max_steps=4)
 
@@ -21,11 +21,27 @@ def ask(target: str) -> str:
 
 
 def registered(agent_id: str, slot: int, region: str = "region-0", capabilities=("review",)) -> Event:
-    envelope = {"event_id": f"reg-{agent_id}", "occurred_at": 1_000, "correlation_id": None, "causation_id": None,
-                "producer": f"agent:{agent_id}"}
-    return Event("AgentRegistered", envelope | {
-        "agent_id": agent_id, "capabilities": list(capabilities), "model": "m", "brain": "scripted", "node": "n",
-        "gpu": None, "region": region, "slot": slot})
+    envelope = {
+        "event_id": f"reg-{agent_id}",
+        "occurred_at": 1_000,
+        "correlation_id": None,
+        "causation_id": None,
+        "producer": f"agent:{agent_id}",
+    }
+    return Event(
+        "AgentRegistered",
+        envelope
+        | {
+            "agent_id": agent_id,
+            "capabilities": list(capabilities),
+            "model": "m",
+            "brain": "scripted",
+            "node": "n",
+            "gpu": None,
+            "region": region,
+            "slot": slot,
+        },
+    )
 
 
 def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
@@ -34,7 +50,10 @@ def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "WaitStarted"]
     started = events[-1].data
     assert (started["wait_id"], started["waiter_agent_id"], started["waits_for_agent_id"]) == (
-        "cmd-1/wait-1", ME, "agent-2")
+        "cmd-1/wait-1",
+        ME,
+        "agent-2",
+    )
     assert waiting is not None and waiting.waiting is not None and waiting.waiting.question == "Which day?"
     for event in events:
         encode(event)
@@ -43,8 +62,11 @@ def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
 def test_the_question_names_the_wait_and_the_reply_slot_and_its_end_carries_the_answer_into_the_notes():
     _, waiting = advance(Run(ORDER, ME, 1_000, peers=("agent-2",)), ask("agent-2"), Usage(1, 1, 1_500, "g1"))
     asked = question(waiting, reply_slot=7, now_ms=1_600)
-    assert (asked.data["question_id"], asked.data["to_agent_id"], asked.data["reply_slot"]) == ("cmd-1/wait-1",
-                                                                                              "agent-2", 7)
+    assert (asked.data["question_id"], asked.data["to_agent_id"], asked.data["reply_slot"]) == (
+        "cmd-1/wait-1",
+        "agent-2",
+        7,
+    )
     ended, going_on = wait_ended(waiting, "ANSWERED", "Tuesday", None, 2_000)
     assert (ended.data["outcome"], ended.data["wait_id"]) == ("ANSWERED", "cmd-1/wait-1")
     assert going_on.waiting is None and going_on.notes[-1] == "agent-2 answered: Tuesday"
@@ -64,15 +86,28 @@ def test_a_run_asks_at_most_max_asks_times_and_only_peers_it_was_offered():
 
 
 def test_a_question_to_this_agent_is_answered_once_by_the_model_and_others_are_ignored():
-    fields = {"question_id": "w1", "from_agent_id": "agent-2", "reply_slot": 5, "question": "Which day?",
-              "mission_id": "m1", "task_id": "t1"}
+    fields = {
+        "question_id": "w1",
+        "from_agent_id": "agent-2",
+        "reply_slot": 5,
+        "question": "Which day?",
+        "mission_id": "m1",
+        "task_id": "t1",
+    }
     decision = decide(command("PeerQuestion", "q-1", to_agent_id=ME, **fields), initial(ME))
     assert decision.effects == (Reply(Question("q-1", "w1", "agent-2", 5, "Which day?", "m1", "t1")),)
     assert decide(command("PeerQuestion", "q-2", to_agent_id="agent-3", **fields), initial(ME)) == Decision()
-    used, answered = reply(decision.effects[0].question, ME, '{"action":"answer","content":"Tuesday","confidence":1}',
-                           Usage(3, 2, 2_000, "g1"))
-    assert (answered.data["answer"], answered.data["to_agent_id"], answered.event_id) == ("Tuesday", "agent-2",
-                                                                                          "q-1/answer")
+    used, answered = reply(
+        decision.effects[0].question,
+        ME,
+        '{"action":"answer","content":"Tuesday","confidence":1}',
+        Usage(3, 2, 2_000, "g1"),
+    )
+    assert (answered.data["answer"], answered.data["to_agent_id"], answered.event_id) == (
+        "Tuesday",
+        "agent-2",
+        "q-1/answer",
+    )
     _, refused = reply(decision.effects[0].question, ME, "no json", Usage(3, 2, 2_000, "g1"))
     assert refused.data["answer"] is None and refused.data["error"].startswith("malformed")
     encode(used), encode(answered)
@@ -80,8 +115,11 @@ def test_a_question_to_this_agent_is_answered_once_by_the_model_and_others_are_i
 
 def test_the_directory_offers_the_latest_registered_peers_of_the_region_and_resolves_ids_and_capabilities():
     events = [registered(f"old-{i}", i) for i in range(MAX_TARGETS)]
-    events += [registered("agent-2", 40, capabilities=("review",)), registered("agent-3", 41, region="region-1"),
-               registered(ME, 42)]
+    events += [
+        registered("agent-2", 40, capabilities=("review",)),
+        registered("agent-3", 41, region="region-1"),
+        registered(ME, 42),
+    ]
     peers = functools.reduce(evolve_peers, events, {})
     offered = targets(peers, ME, "region-0")
     assert "agent-2" in offered and "agent-3" not in offered and ME not in offered and len(offered) == MAX_TARGETS

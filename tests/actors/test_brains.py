@@ -18,8 +18,10 @@ from swarmlog.actors.brains.openai import OpenAIBrain
 from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.errors import ConfigError, ServiceError
 
-needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                                 reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'")
+needs_llama = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None,
+    reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'",
+)
 
 
 def _server_missing() -> str | None:
@@ -36,7 +38,8 @@ async def test_the_scripted_brain_replays_its_script_and_otherwise_answers_the_s
     assert [(await brain.generate("p", action_schema(), 10)).text for _ in range(3)] == ["a", "b", "a"]
     default = ScriptedBrain()
     assert parse_action((await default.generate("p", action_schema((ANSWER,)), 10)).text) == Action(
-        ANSWER, "scripted", 1.0)
+        ANSWER, "scripted", 1.0
+    )
     vote = await default.generate("p", action_schema((VOTE,), ("c2", "c1")), 10)
     assert parse_action(vote.text, (VOTE,), ("c2", "c1")).candidate_id == "c2"
 
@@ -69,7 +72,9 @@ async def test_llamacpp_output_is_always_a_valid_action_and_a_vote_names_a_candi
             seconds += time.monotonic() - start
             tokens += generation.completion_tokens
             assert isinstance(parse_action(generation.text, (ANSWER, FAIL)), Action), generation.text
-        vote = await brain.generate("Which is right, c1: 4 or c2: 5?", action_schema((VOTE,), ("c1", "c2")), MAX_ACTION_TOKENS)
+        vote = await brain.generate(
+            "Which is right, c1: 4 or c2: 5?", action_schema((VOTE,), ("c1", "c2")), MAX_ACTION_TOKENS
+        )
         assert parse_action(vote.text, (VOTE,), ("c1", "c2")).candidate_id in ("c1", "c2")
         print(f"llama.cpp: {tokens / seconds:.0f} completion tokens/s")
     finally:
@@ -78,8 +83,19 @@ async def test_llamacpp_output_is_always_a_valid_action_and_a_vote_names_a_candi
 
 @pytest.mark.skipif(_server_missing() is not None, reason=str(_server_missing()))
 async def test_the_openai_brain_against_llama_cpp_server(unused_tcp_port):
-    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(default_model()),
-                               "--port", str(unused_tcp_port), "--n_threads", "2"])
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model()),
+            "--port",
+            str(unused_tcp_port),
+            "--n_threads",
+            "2",
+        ]
+    )
     try:
         brain = OpenAIBrain("smollm2", f"http://127.0.0.1:{unused_tcp_port}/v1")
         generation = None

@@ -58,16 +58,29 @@ def model() -> MiniLM:
     return MiniLM()
 
 
-def recorded(model: MiniLM, content: str, *, ttl_s: int = 3600, at_ms: int | None = None,
-             experience_id: str | None = None) -> Event:
+def recorded(
+    model: MiniLM, content: str, *, ttl_s: int = 3600, at_ms: int | None = None, experience_id: str | None = None
+) -> Event:
     """An ExperienceRecorded of `content` with its real embedding."""
     experience_id = experience_id or uuid.uuid4().hex
-    return Event("ExperienceRecorded", {
-        "event_id": experience_id, "occurred_at": now_ms() if at_ms is None else at_ms, "correlation_id": None,
-        "causation_id": None, "producer": "agent:test", "experience_id": experience_id, "agent_id": "test",
-        "node": "n1", "kind": "remember", "content": content, "embedding": model.embed([content])[0].tolist(),
-        "ttl_s": ttl_s, "mission_id": None,
-    })
+    return Event(
+        "ExperienceRecorded",
+        {
+            "event_id": experience_id,
+            "occurred_at": now_ms() if at_ms is None else at_ms,
+            "correlation_id": None,
+            "causation_id": None,
+            "producer": "agent:test",
+            "experience_id": experience_id,
+            "agent_id": "test",
+            "node": "n1",
+            "kind": "remember",
+            "content": content,
+            "embedding": model.embed([content])[0].tolist(),
+            "ttl_s": ttl_s,
+            "mission_id": None,
+        },
+    )
 
 
 def unit(*values: float) -> np.ndarray:
@@ -91,7 +104,7 @@ def test_the_index_returns_the_nearest_first_and_at_most_k():
     hits = index.search(unit(1, 0.2, 0), k=2, now_ms=0)
     assert [hit.key for hit in hits] == ["x", "xy"]
     assert hits[0].score > hits[1].score
-    assert [hit.key for hit in index.search(unit(0, 0, 1), k=10, now_ms=0)][0] == "z"
+    assert next(hit.key for hit in index.search(unit(0, 0, 1), k=10, now_ms=0)) == "z"
     assert len(index.search(unit(0, 0, 1), k=10, now_ms=0)) == 4
 
 
@@ -161,8 +174,11 @@ async def test_writes_of_one_interval_reach_redis_in_one_pipeline(model, redis_u
     async with SemanticMemory(redis_url, flush_ms=200, model=model) as memory:
         for experience in experiences:
             memory.remember(experience)
-        await eventually_async(lambda: asyncio.to_thread(
-            lambda: all(store.exists(f"experience:{e.data['experience_id']}") for e in experiences)))
+        await eventually_async(
+            lambda: asyncio.to_thread(
+                lambda: all(store.exists(f"experience:{e.data['experience_id']}") for e in experiences)
+            )
+        )
     assert batches == [5]
 
 
@@ -179,8 +195,10 @@ async def test_nothing_is_written_before_the_interval_ends_and_stopping_flushes(
 
 async def test_an_agent_recalls_what_another_node_remembered(model, redis_url):
     content = f"the staging database password rotates every Monday {uuid.uuid4().hex}"
-    async with SemanticMemory(redis_url, flush_ms=50, model=model) as reader, \
-            SemanticMemory(redis_url, flush_ms=50, model=model) as writer:
+    async with (
+        SemanticMemory(redis_url, flush_ms=50, model=model) as reader,
+        SemanticMemory(redis_url, flush_ms=50, model=model) as writer,
+    ):
         writer.remember(recorded(model, content))
 
         async def recalled():
@@ -224,12 +242,27 @@ async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next
     # A memory bus of its own (a Redis database per broker kind): the other broker's run of this test stores a
     # near-identical fact in the shared one, which could rank first and hide this run's.
     database = {"kafka": 1, "tansu": 2}.get(settings.broker, 3)
-    settings = dataclasses.replace(settings, redis_url=urlsplit(settings.redis_url)._replace(path=f"/{database}").geturl())
+    settings = dataclasses.replace(
+        settings, redis_url=urlsplit(settings.redis_url)._replace(path=f"/{database}").geturl()
+    )
     agent_id, slot, fact = f"mem-{uuid.uuid4().hex[:8]}", 57, f"the build cache lives on node seven {uuid.uuid4().hex}"
-    brain = PromptRecorder(script=[json.dumps({"action": "remember", "content": fact, "confidence": 1}),
-                                   json.dumps({"action": "answer", "content": "done", "confidence": 1})])
-    config = AgentConfig(agent_id=agent_id, capabilities=("coding",), brain="scripted", model=None, gpu=None,
-                         node="n7", region="region-0", slot=slot, data_dir=tmp_path)
+    brain = PromptRecorder(
+        script=[
+            json.dumps({"action": "remember", "content": fact, "confidence": 1}),
+            json.dumps({"action": "answer", "content": "done", "confidence": 1}),
+        ]
+    )
+    config = AgentConfig(
+        agent_id=agent_id,
+        capabilities=("coding",),
+        brain="scripted",
+        model=None,
+        gpu=None,
+        node="n7",
+        region="region-0",
+        slot=slot,
+        data_dir=tmp_path,
+    )
     agent = Agent(config, settings, brain)
     running = asyncio.create_task(agent.run())
     try:
@@ -242,8 +275,9 @@ async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next
             store = redis.Redis.from_url(settings.redis_url)
             key = f"experience:{recorded_event.data['experience_id']}"
             await eventually_async(lambda: asyncio.to_thread(store.get, key))
-            await send_inbox(settings, slot, task_assigned(agent_id, slot, "which node has the build cache?",
-                                                           task_id="t2"))
+            await send_inbox(
+                settings, slot, task_assigned(agent_id, slot, "which node has the build cache?", task_id="t2")
+            )
             await log.wait_for(lambda: log.named("TaskCompleted", agent_id=agent_id, task_id="t2"))
         assert f"Recalled memories:\n- {fact}" in brain.prompts[-1]
     finally:

@@ -51,15 +51,26 @@ async def test_a_task_started_after_a_resync_works_from_the_new_version(settings
     agent_id, document, slot = f"truth-{uuid.uuid4().hex[:8]}", f"doc-{uuid.uuid4().hex[:8]}", 50 + resync_s % 7
     await publish(settings, updated(document, 1))
     async with Log(settings, *TOPICS) as log:
-        process = start_agent(settings, agent_id, slot, tmp_path, "--brain", "scripted", "--ground-truth", document,
-                              "--resync-s", str(resync_s))
+        process = start_agent(
+            settings,
+            agent_id,
+            slot,
+            tmp_path,
+            "--brain",
+            "scripted",
+            "--ground-truth",
+            document,
+            "--resync-s",
+            str(resync_s),
+        )
         try:
             await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id), timeout_s=60)
             assert await versions_started(settings, log, agent_id, slot, 1) == [1]  # read before registering
             await publish(settings, updated(document, 2))
             if resync_s > 60:  # no period soon: only a ResyncRequested brings version 2
-                await publish(settings, stamp("ResyncRequested", producer="operator", target=agent_id,
-                                              ground_truth_version=2))
+                await publish(
+                    settings, stamp("ResyncRequested", producer="operator", target=agent_id, ground_truth_version=2)
+                )
             found = [1]
             for _ in range(20):  # a task every 0.5 s until one starts on version 2 (at most 10 s)
                 await asyncio.sleep(0.5)

@@ -13,10 +13,10 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from swarmlog.coordinator.shell.recovery import JOURNAL
-from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
+from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -48,9 +48,21 @@ class ScriptedAgent:
             consumer.assign([inbox])
             consumer.seek(inbox, (await consumer.end_offsets([inbox]))[inbox])  # earlier tests' records stay unread
             async with EventProducer(self.settings, client_id=self.agent_id) as producer:
-                await producer.send("swarm.agents.registry", self._event(
-                    "AgentRegistered", agent_id=self.agent_id, capabilities=self.capabilities, model="scripted",
-                    brain="scripted", node="test", gpu=None, region=self.region, slot=self.slot), key=self.agent_id)
+                await producer.send(
+                    "swarm.agents.registry",
+                    self._event(
+                        "AgentRegistered",
+                        agent_id=self.agent_id,
+                        capabilities=self.capabilities,
+                        model="scripted",
+                        brain="scripted",
+                        node="test",
+                        gpu=None,
+                        region=self.region,
+                        slot=self.slot,
+                    ),
+                    key=self.agent_id,
+                )
                 while True:
                     for record in (await consumer.getmany(timeout_ms=100)).get(inbox, []):
                         try:
@@ -75,14 +87,33 @@ class ScriptedAgent:
             await producer.send("swarm.tasks.events", self._event("TaskStarted", **about), key=data["mission_id"])
             await asyncio.sleep(self.latency_s)
             output = f"{data['task_id']} by {self.agent_id}" if data["replica"] else f"{data['task_id']} done"
-            await producer.send("swarm.tasks.events", self._event(
-                "TaskCompleted", **about, output=output, steps=1, prompt_tokens=3, completion_tokens=2,
-                latency_ms=int(self.latency_s * 1000)), key=data["mission_id"])
+            await producer.send(
+                "swarm.tasks.events",
+                self._event(
+                    "TaskCompleted",
+                    **about,
+                    output=output,
+                    steps=1,
+                    prompt_tokens=3,
+                    completion_tokens=2,
+                    latency_ms=int(self.latency_s * 1000),
+                ),
+                key=data["mission_id"],
+            )
         elif event.name == "VoteRequested" and data["voter_agent_id"] == self.agent_id:
-            await producer.send("swarm.consensus.votes", self._event(
-                "VoteCast", mission_id=data["mission_id"], ballot_id=data["ballot_id"], voter_agent_id=self.agent_id,
-                candidate_id=data["candidates"][0]["candidate_id"], confidence=1.0, reason=None),
-                key=data["mission_id"])
+            await producer.send(
+                "swarm.consensus.votes",
+                self._event(
+                    "VoteCast",
+                    mission_id=data["mission_id"],
+                    ballot_id=data["ballot_id"],
+                    voter_agent_id=self.agent_id,
+                    candidate_id=data["candidates"][0]["candidate_id"],
+                    confidence=1.0,
+                    reason=None,
+                ),
+                key=data["mission_id"],
+            )
 
     def _event(self, name: str, **fields: Any) -> Event:
         """An event stamped by this agent."""
@@ -105,21 +136,44 @@ async def serving(agents: Sequence[ScriptedAgent]) -> AsyncIterator[Sequence[Scr
 
 
 @contextlib.asynccontextmanager
-async def crew(settings: Settings, region: str, size: int, capability: str, first_slot: int,
-               latency_s: float = 0.05) -> AsyncIterator[Sequence[ScriptedAgent]]:
+async def crew(
+    settings: Settings, region: str, size: int, capability: str, first_slot: int, latency_s: float = 0.05
+) -> AsyncIterator[Sequence[ScriptedAgent]]:
     """Scripted agents of one region with a capability unique to the test, serving while the block runs."""
-    async with serving([ScriptedAgent(settings, f"{capability}-{index}", first_slot + index, region,
-                                      [capability, "decision_making"], latency_s) for index in range(size)]) as agents:
+    async with serving(
+        [
+            ScriptedAgent(
+                settings,
+                f"{capability}-{index}",
+                first_slot + index,
+                region,
+                [capability, "decision_making"],
+                latency_s,
+            )
+            for index in range(size)
+        ]
+    ) as agents:
         yield agents
 
 
 async def submit(settings: Settings, mission_id: str, region: str, tasks: list[dict[str, Any]]) -> None:
     """A client submits a mission to a region."""
     async with EventProducer(settings, client_id="test-client") as producer:
-        await producer.send("swarm.missions", stamp(
-            "MissionSubmitted", producer="test", correlation_id=mission_id, mission_id=mission_id, title=mission_id,
-            region=region, tasks=tasks, consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
-            submitted_by="test"), key=mission_id)
+        await producer.send(
+            "swarm.missions",
+            stamp(
+                "MissionSubmitted",
+                producer="test",
+                correlation_id=mission_id,
+                mission_id=mission_id,
+                title=mission_id,
+                region=region,
+                tasks=tasks,
+                consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+                submitted_by="test",
+            ),
+            key=mission_id,
+        )
 
 
 async def journal(settings: Settings, region: str, mission_id: str) -> list[Event]:
@@ -151,8 +205,11 @@ def named(events: list[Event], name: str) -> list[Event]:
 
 def attempts(events: list[Event], name: str) -> collections.Counter[Attempt]:
     """How often each (mission, task, replica, attempt) appears in events of one kind (non-stale results only)."""
-    return collections.Counter((e.data["mission_id"], e.data["task_id"], e.data["replica"], e.data["attempt"])
-                               for e in named(events, name) if not e.data.get("stale"))
+    return collections.Counter(
+        (e.data["mission_id"], e.data["task_id"], e.data["replica"], e.data["attempt"])
+        for e in named(events, name)
+        if not e.data.get("stale")
+    )
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout_s: float = 45.0) -> Any:

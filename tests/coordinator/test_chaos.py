@@ -16,8 +16,7 @@ import pytest
 from swarmlog.settings import Settings
 
 from .harness import task
-from .live import eventually, journal, named, submit
-from .live import crew
+from .live import crew, eventually, journal, named, submit
 from .test_shell import assert_each_attempt_once, completed
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka_only]
@@ -25,7 +24,8 @@ REGION, TASKS, AGENTS, FIRST_SLOT = "region-1", 200, 8, 30
 
 
 async def test_kill_9_three_times_at_random_during_a_200_task_mission_loses_and_doubles_nothing(
-        settings: Settings, tmp_path: Path):
+    settings: Settings, tmp_path: Path
+):
     seed = random.randrange(2**32)
     chaos = random.Random(seed)
     kills = sorted(chaos.sample(range(10, TASKS - 10), 3))  # after that many results, plus a random delay

@@ -25,8 +25,8 @@ from .live import eventually, named, submit
 from .test_shell import completed
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
-from agent_harness import Log, start_agent, stop_agent  # noqa: E402
-from worker_harness import Worker  # noqa: E402
+from agent_harness import Log, start_agent, stop_agent
+from worker_harness import Worker
 
 pytestmark = pytest.mark.slow
 REGION, FIRST_SLOT = "region-0", 44
@@ -35,14 +35,22 @@ ANSWER = {"action": "answer", "content": "done", "confidence": 1.0}
 
 def brain(path: Path, asks: str) -> Path:
     """A scripted brain that asks `asks` once, then answers everything."""
-    path.write_text(json.dumps({"script": [json.dumps({"action": "ask", "content": "ready?", "confidence": 1.0,
-                                                       "target": asks})] + [json.dumps(ANSWER)] * 5,
-                                "median_ms": 300, "sigma": 0.0}))
+    path.write_text(
+        json.dumps(
+            {
+                "script": [json.dumps({"action": "ask", "content": "ready?", "confidence": 1.0, "target": asks})]
+                + [json.dumps(ANSWER)] * 5,
+                "median_ms": 300,
+                "sigma": 0.0,
+            }
+        )
+    )
     return path
 
 
 async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordinator_breaks_it(
-        settings: Settings, tmp_path: Path):
+    settings: Settings, tmp_path: Path
+):
     await ensure_topics(settings)
     ring = [f"ring-{uuid.uuid4().hex[:6]}-{name}" for name in "abc"]
     mission_id = f"m-{uuid.uuid4().hex[:8]}"
@@ -53,10 +61,25 @@ async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordin
         try:
             for index, agent_id in enumerate(ring):
                 asks = ring[(index + 1) % len(ring)]
-                processes.append(start_agent(
-                    settings, agent_id, FIRST_SLOT + index, tmp_path, "--region", REGION, "--capabilities",
-                    f"{agent_id},decision_making", "--brain", "scripted", "--model",
-                    str(brain(tmp_path / f"{agent_id}.json", asks)), "--ask-peers", "--ask-timeout-s", "90"))
+                processes.append(
+                    start_agent(
+                        settings,
+                        agent_id,
+                        FIRST_SLOT + index,
+                        tmp_path,
+                        "--region",
+                        REGION,
+                        "--capabilities",
+                        f"{agent_id},decision_making",
+                        "--brain",
+                        "scripted",
+                        "--model",
+                        str(brain(tmp_path / f"{agent_id}.json", asks)),
+                        "--ask-peers",
+                        "--ask-timeout-s",
+                        "90",
+                    )
+                )
             await log.wait_for(lambda: all(log.named("AgentRegistered", agent_id=a) for a in ring), timeout_s=60)
             async with CoordinatorService(settings, REGION, data_dir=tmp_path / "coordinator"):
                 await submit(settings, mission_id, REGION, [task(f"t-{a}", a) for a in ring])
@@ -70,12 +93,13 @@ async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordin
 
     [detected] = [e for e in log.named("DeadlockDetected") if set(e.data["cycle"]) == set(ring)]
     cycle = list(detected.data["cycle"])
-    assert cycle[cycle.index(ring[0]):] + cycle[:cycle.index(ring[0])] == ring, "a waits for b, b for c, c for a"
+    assert cycle[cycle.index(ring[0]) :] + cycle[: cycle.index(ring[0])] == ring, "a waits for b, b for c, c for a"
     [broken] = named(events, "DeadlockBroken")
     assert broken.data["wait_id"] in detected.data["wait_ids"]
     outcomes = {e.data["waiter_agent_id"]: e.data["outcome"] for e in ended(log, ring)}
-    assert outcomes == {agent_id: "ABORTED" if agent_id == broken.data["waiter_agent_id"] else "ANSWERED"
-                        for agent_id in ring}
+    assert outcomes == {
+        agent_id: "ABORTED" if agent_id == broken.data["waiter_agent_id"] else "ANSWERED" for agent_id in ring
+    }
     [done] = named(events, "MissionCompleted")
     assert done.data["success"] and done.data["tasks_completed"] == len(ring)
 

@@ -11,7 +11,11 @@ def test_unknown_kinds_and_unknown_subjects_change_nothing():
     swarm.register("a", "code")
     swarm.submit("m", [task("t", "code")])
     state = swarm.state
-    for event in [Event("SomethingNew", {}), Event("TaskAssigned", {"mission_id": "other"}),
-                  Event("AgentDelisted", {"agent_id": "nobody", "reason": "?"}), Event("PeerAnswered", {})]:
+    for event in [
+        Event("SomethingNew", {}),
+        Event("TaskAssigned", {"mission_id": "other"}),
+        Event("AgentDelisted", {"agent_id": "nobody", "reason": "?"}),
+        Event("PeerAnswered", {}),
+    ]:
         assert evolve(state, event) is state
     assert evolve(INITIAL, Event("VoteRecorded", {"mission_id": "m"})) is INITIAL

@@ -38,7 +38,10 @@ def test_a_lost_task_waits_in_the_queue_until_an_agent_registers():
     swarm.submit("m", [task("t", "code")])
     events = swarm.send("AgentDeregistered", agent_id="a", reason="scale down")
     assert [(e.name, e.data.get("attempt")) for e in events] == [
-        ("AgentDelisted", None), ("TaskReassigned", 1), ("TaskQueued", 2)]
+        ("AgentDelisted", None),
+        ("TaskReassigned", 1),
+        ("TaskQueued", 2),
+    ]
     [assigned] = named(swarm.register("c", "code"), "TaskAssigned")
     assert (assigned.data["agent_id"], assigned.data["attempt"]) == ("c", 2)
 
@@ -46,16 +49,28 @@ def test_a_lost_task_waits_in_the_queue_until_an_agent_registers():
 def test_a_released_task_moves_to_another_agent():
     swarm = two_coders_on_a_task()
     [first] = swarm.running()
-    events = swarm.send("TaskReleased", **{k: first.data[k] for k in ("mission_id", "task_id", "replica", "attempt",
-                                                                       "agent_id")}, reason="draining")
+    events = swarm.send(
+        "TaskReleased",
+        **{k: first.data[k] for k in ("mission_id", "task_id", "replica", "attempt", "agent_id")},
+        reason="draining",
+    )
     assert [e.name for e in events] == ["TaskReassigned", "TaskAssigned"]
     assert events[1].data["agent_id"] != first.data["agent_id"]
 
 
 def test_a_result_for_a_task_never_assigned_is_rejected():
     swarm = two_coders_on_a_task()
-    bogus = swarm.input("TaskCompleted", mission_id="m", task_id="nope", replica=0, attempt=1, agent_id="a",
-                        output="?", steps=1, latency_ms=1)
+    bogus = swarm.input(
+        "TaskCompleted",
+        mission_id="m",
+        task_id="nope",
+        replica=0,
+        attempt=1,
+        agent_id="a",
+        output="?",
+        steps=1,
+        latency_ms=1,
+    )
     assert isinstance(decide(Receive(bogus, swarm.now_ms), swarm.state), Rejected)
 
 
@@ -64,12 +79,20 @@ def test_a_deadlock_is_broken_once_by_aborting_the_youngest_wait():
     cycle = {"cycle": ["b", "a"], "wait_ids": ["w-old", "w-new"], "waits_started_at": [100, 200]}
     [broken] = swarm.send("DeadlockDetected", **cycle)
     assert (broken.name, broken.data["wait_id"], broken.data["waiter_agent_id"], broken.data["mission_id"]) == (
-        "DeadlockBroken", "w-new", "a", "m")
+        "DeadlockBroken",
+        "w-new",
+        "a",
+        "m",
+    )
     [message] = messages([broken], swarm.state)
     answered = message.event
     assert (message.agent_id, message.slot) == ("a", swarm.state.agents["a"].slot)
-    assert (answered.name, answered.data["question_id"], answered.data["to_agent_id"],
-            answered.data["from_agent_id"]) == ("PeerAnswered", "w-new", "a", "b")
+    assert (
+        answered.name,
+        answered.data["question_id"],
+        answered.data["to_agent_id"],
+        answered.data["from_agent_id"],
+    ) == ("PeerAnswered", "w-new", "a", "b")
     assert "deadlock" in answered.data["error"]
     assert swarm.send("DeadlockDetected", **cycle) == []
     assert swarm.send("DeadlockDetected", cycle=["x", "y"], wait_ids=["w-x", "w-y"], waits_started_at=[1, 2]) == []
@@ -93,13 +116,16 @@ def test_redelivered_inputs_emit_nothing():
     swarm = two_coders_on_a_task()
     [first] = swarm.running()
     dead = swarm.input("AgentDeclaredDead", agent_id="a", last_heartbeat_at=0, timeout_ms=5000, in_flight_task=None)
-    late = swarm.input("TaskCompleted", **{k: first.data[k] for k in ("mission_id", "task_id", "replica", "attempt",
-                                                                       "agent_id")},
-                       output="late", steps=1, latency_ms=1)
+    late = swarm.input(
+        "TaskCompleted",
+        **{k: first.data[k] for k in ("mission_id", "task_id", "replica", "attempt", "agent_id")},
+        output="late",
+        steps=1,
+        latency_ms=1,
+    )
     for event in (dead, late):
         assert swarm.apply(Receive(event, swarm.now_ms)) != []
         assert swarm.apply(Receive(event, swarm.now_ms)) == []
-
 
 
 def test_a_failed_replica_retries_on_the_agent_that_failed_it_when_no_other_could_ever_take_it():
@@ -123,4 +149,5 @@ def test_a_failed_replica_waits_for_a_busy_fresh_agent_rather_than_retrying_wher
     assert named(events, "TaskQueued") and not named(events, "TaskAssigned")
     drained = swarm.complete(second, "done")
     assert [(e.data["task_id"], e.data["agent_id"]) for e in named(drained, "TaskAssigned")] == [
-        ("r", second.data["agent_id"])]
+        ("r", second.data["agent_id"])
+    ]

@@ -29,8 +29,8 @@ from .live import eventually, named, submit
 from .test_shell import completed
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
-from agent_harness import Log, start_agent  # noqa: E402
-from worker_harness import Worker  # noqa: E402
+from agent_harness import Log, start_agent
+from worker_harness import Worker
 
 pytestmark = pytest.mark.slow
 REGION, TASKS, AGENTS, FIRST_SLOT = "region-0", 6, 3, 40
@@ -43,28 +43,58 @@ def millis(value: int | datetime) -> int:
     return value if isinstance(value, int) else int(value.timestamp() * 1000)
 
 
-async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_completes(settings: Settings,
-                                                                                      tmp_path: Path):
+async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_completes(
+    settings: Settings, tmp_path: Path
+):
     await ensure_topics(settings)
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"failover-{uuid.uuid4().hex[:8]}"
     brain = tmp_path / "brain.json"
     brain.write_text(json.dumps(BRAIN))
     env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "streams",
-                    liveness_timeout_ms=LIVENESS_TIMEOUT_MS)
+    worker = Worker(
+        settings.bootstrap,
+        settings.broker,
+        settings.redis_url,
+        tmp_path / "streams",
+        liveness_timeout_ms=LIVENESS_TIMEOUT_MS,
+    )
     agent_ids = [f"{capability}-{index}" for index in range(AGENTS)]
     processes: dict[str, subprocess.Popen] = {}
     async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
         with (tmp_path / "coordinator.log").open("ab") as coordinator_log:
             processes["coordinator"] = subprocess.Popen(
-                [sys.executable, "-m", "swarmlog", "coordinator", "--region", REGION, "--data-dir",
-                 str(tmp_path / "coordinator")], env=env, stdout=coordinator_log, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "swarmlog",
+                    "coordinator",
+                    "--region",
+                    REGION,
+                    "--data-dir",
+                    str(tmp_path / "coordinator"),
+                ],
+                env=env,
+                stdout=coordinator_log,
+                stderr=subprocess.STDOUT,
+            )
         try:
             for index, agent_id in enumerate(agent_ids):
                 processes[agent_id] = start_agent(
-                    settings, agent_id, FIRST_SLOT + index, tmp_path, "--region", REGION, "--capabilities",
-                    f"{capability},decision_making", "--brain", "scripted", "--model", str(brain),
-                    "--heartbeat-s", str(HEARTBEAT_S))
+                    settings,
+                    agent_id,
+                    FIRST_SLOT + index,
+                    tmp_path,
+                    "--region",
+                    REGION,
+                    "--capabilities",
+                    f"{capability},decision_making",
+                    "--brain",
+                    "scripted",
+                    "--model",
+                    str(brain),
+                    "--heartbeat-s",
+                    str(HEARTBEAT_S),
+                )
             await asyncio.to_thread(worker.start)
             await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=60)
             await submit(settings, mission_id, REGION, [task(f"t{i}", capability) for i in range(TASKS)])
@@ -90,18 +120,23 @@ async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_comp
     [death] = log.named("AgentDeclaredDead", agent_id=victim)
     [moved] = [e for e in named(events, "TaskReassigned") if e.data["task_id"] == held["task_id"]]
     assert (moved.data["attempt"], moved.data["from_agent_id"]) == (held["attempt"], victim)
-    [next_try] = [e for e in named(events, "TaskAssigned")
-                  if e.data["task_id"] == held["task_id"] and e.data["attempt"] == held["attempt"] + 1]
+    [next_try] = [
+        e
+        for e in named(events, "TaskAssigned")
+        if e.data["task_id"] == held["task_id"] and e.data["attempt"] == held["attempt"] + 1
+    ]
     assert next_try.data["agent_id"] != victim
     results = [e for e in named(events, "TaskResultRecorded") if not e.data["stale"]]
     assert sorted((e.data["task_id"], e.data["replica"]) for e in results) == [(f"t{i}", 0) for i in range(TASKS)]
-    assert all(e.data["succeeded"] and e.data["agent_id"] != victim for e in results
-               if e.data["task_id"] == held["task_id"])
+    assert all(
+        e.data["succeeded"] and e.data["agent_id"] != victim for e in results if e.data["task_id"] == held["task_id"]
+    )
     last_attempt = {(e.data["task_id"], e.data["replica"]): e.data["attempt"] for e in results}
     for stale in [e for e in named(events, "TaskResultRecorded") if e.data["stale"]]:
         assert stale.data["attempt"] < last_attempt[stale.data["task_id"], stale.data["replica"]]
     detected, reassigned, assigned = (millis(e.data["occurred_at"]) - killed_ms for e in (death, moved, next_try))
-    print(f"\nfailover on {settings.broker}: kill -9 → AgentDeclaredDead {detected} ms → TaskReassigned "
-          f"{reassigned} ms → TaskAssigned attempt {held['attempt'] + 1} {assigned} ms "
-          f"(liveness timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms)")
-
+    print(
+        f"\nfailover on {settings.broker}: kill -9 → AgentDeclaredDead {detected} ms → TaskReassigned "
+        f"{reassigned} ms → TaskAssigned attempt {held['attempt'] + 1} {assigned} ms "
+        f"(liveness timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms)"
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from swarmlog.coordinator.draft import from_millis
 from swarmlog.coordinator.journal import SKIPPED, Folded, Unreadable, skip_of
@@ -22,10 +23,22 @@ def decisions() -> list[Event]:
 
 def repair(*offsets: int, reason: str = "garbage from a test", operator: str = "ops") -> Event:
     """The JournalRecordsSkipped `swarmlog coordinator repair` writes."""
-    return Event(SKIPPED, {"event_id": f"repair-{offsets}", "occurred_at": from_millis(T0 + 60_000),
-                           "correlation_id": None, "causation_id": None, "producer": f"operator:{operator}",
-                           "region": "eu", "partition": 0, "offsets": list(offsets),
-                           "errors": ["bad magic"] * len(offsets), "reason": reason, "operator": operator})
+    return Event(
+        SKIPPED,
+        {
+            "event_id": f"repair-{offsets}",
+            "occurred_at": from_millis(T0 + 60_000),
+            "correlation_id": None,
+            "causation_id": None,
+            "producer": f"operator:{operator}",
+            "region": "eu",
+            "partition": 0,
+            "offsets": list(offsets),
+            "errors": ["bad magic"] * len(offsets),
+            "reason": reason,
+            "operator": operator,
+        },
+    )
 
 
 def fold(entries: list[Event | str]) -> Folded:

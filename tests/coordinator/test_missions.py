@@ -5,15 +5,28 @@ import json
 from .conformance import assert_conforms
 from .harness import Swarm, named, task
 
-PIPELINE = [task("generate", "code"), task("review", "review", depends_on=["generate"], replicas=2),
-            task("test", "test", depends_on=["review"]), task("deploy", "ops", depends_on=["test"], replicas=3)]
+PIPELINE = [
+    task("generate", "code"),
+    task("review", "review", depends_on=["generate"], replicas=2),
+    task("test", "test", depends_on=["review"]),
+    task("deploy", "ops", depends_on=["test"], replicas=3),
+]
 FINAL = {"prompt": "ship it", "required_capabilities": ["ops"]}
 
 
 def crew(swarm: Swarm) -> None:
     """Agents for every stage of the pipeline, and a decider."""
-    for agent_id, capability in [("g1", "code"), ("g2", "code"), ("r1", "review"), ("r2", "review"), ("t1", "test"),
-                                 ("d1", "ops"), ("d2", "ops"), ("d3", "ops"), ("boss", "decision_making")]:
+    for agent_id, capability in [
+        ("g1", "code"),
+        ("g2", "code"),
+        ("r1", "review"),
+        ("r2", "review"),
+        ("t1", "test"),
+        ("d1", "ops"),
+        ("d2", "ops"),
+        ("d3", "ops"),
+        ("boss", "decision_making"),
+    ]:
         swarm.register(agent_id, capability)
 
 
@@ -21,7 +34,7 @@ def answer(swarm: Swarm, task_id: str, *outputs: str) -> list:
     """The running replicas of a task answer, in replica order; returns the events of the last answer."""
     running = sorted((a for a in swarm.running() if a.data["task_id"] == task_id), key=lambda a: a.data["replica"])
     assert len(running) == len(outputs)
-    return [event for assigned, out in zip(running, outputs) for event in swarm.complete(assigned, out)]
+    return [event for assigned, out in zip(running, outputs, strict=False) for event in swarm.complete(assigned, out)]
 
 
 def test_a_pipeline_with_replicas_runs_all_three_phases():
@@ -52,11 +65,22 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
     assert (consensus.data["output"], consensus.data["votes"], consensus.data["voters"]) == ("deployed", 4, 7)
     assert consensus.data["consensus_ms"] == 500
     [final] = named(reached, "TaskAssigned")
-    assert (final.data["kind"], final.data["agent_id"], final.data["inputs"]) == ("FINAL", "boss",
-                                                                                  {"consensus": "deployed"})
+    assert (final.data["kind"], final.data["agent_id"], final.data["inputs"]) == (
+        "FINAL",
+        "boss",
+        {"consensus": "deployed"},
+    )
     [done] = named(swarm.complete(final, "shipped", tokens=4), "MissionCompleted")
-    expected = {"success": True, "outputs": ["shipped"], "latency_ms": 1500, "agent_count": 8, "tasks_completed": 8,
-                "tasks_failed": 0, "consensus_ms": 500, "tokens_used": 74}
+    expected = {
+        "success": True,
+        "outputs": ["shipped"],
+        "latency_ms": 1500,
+        "agent_count": 8,
+        "tasks_completed": 8,
+        "tasks_failed": 0,
+        "consensus_ms": 500,
+        "tokens_used": 74,
+    }
     assert {key: done.data[key] for key in expected} == expected
     assert swarm.vote(requests[4], "deploy/2") == []
     for event in swarm.journal:
@@ -78,10 +102,13 @@ def test_consensus_times_out_with_the_leader_or_the_first_candidate():
     for votes, expected in [(["generate/1"], ("generate/1", "b")), ([], (None, "a"))]:
         swarm = Swarm()
         crew(swarm)
-        swarm.submit("m", [task("generate", "code", replicas=2)], consensus={
-            "strategy": "MAJORITY", "window_ms": 1000, "quorum": 1.0})
+        swarm.submit(
+            "m",
+            [task("generate", "code", replicas=2)],
+            consensus={"strategy": "MAJORITY", "window_ms": 1000, "quorum": 1.0},
+        )
         requests = named(answer(swarm, "generate", "a", "b"), "VoteRequested")
-        for request, candidate in zip(requests, votes):
+        for request, candidate in zip(requests, votes, strict=False):
             swarm.vote(request, candidate)
         assert swarm.tick(999) == []
         timed_out = named(swarm.tick(1), "ConsensusTimedOut")[0].data
@@ -93,8 +120,11 @@ def test_confidence_weighted_votes_follow_confidence():
     swarm = Swarm()
     for agent_id in ("a", "b", "c"):
         swarm.register(agent_id, "code")
-    swarm.submit("m", [task("t", "code", replicas=3)], consensus={
-        "strategy": "CONFIDENCE_WEIGHTED", "window_ms": 1000, "quorum": 1.0})
+    swarm.submit(
+        "m",
+        [task("t", "code", replicas=3)],
+        consensus={"strategy": "CONFIDENCE_WEIGHTED", "window_ms": 1000, "quorum": 1.0},
+    )
     requests = named(answer(swarm, "t", "x", "y", "y"), "VoteRequested")
     swarm.vote(requests[0], "t/0", confidence=0.9)
     swarm.vote(requests[1], "t/1", confidence=0.2)
@@ -108,8 +138,10 @@ def test_a_planning_task_s_answer_becomes_the_task_list():
     swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": ["code"]})
     [planner] = swarm.running()
     assert (planner.data["kind"], planner.data["task_id"]) == ("PLAN", "@plan")
-    plan = [{"task_id": "a", "prompt": "A", "required_capabilities": ["test"], "depends_on": []},
-            {"task_id": "b", "prompt": "B", "required_capabilities": ["review"], "depends_on": ["a"]}]
+    plan = [
+        {"task_id": "a", "prompt": "A", "required_capabilities": ["test"], "depends_on": []},
+        {"task_id": "b", "prompt": "B", "required_capabilities": ["review"], "depends_on": ["a"]},
+    ]
     events = swarm.complete(planner, json.dumps(plan))
     [adopted] = named(events, "PlanAdopted")
     assert [(t["task_id"], t["depends_on"]) for t in adopted.data["tasks"]] == [("a", []), ("b", ["a"])]
@@ -125,8 +157,9 @@ def test_an_invalid_plan_fails_the_mission_with_the_reason():
     swarm = Swarm()
     crew(swarm)
     swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": []})
-    [failed] = named(swarm.complete(swarm.running()[0], '[{"task_id": "a", "prompt": "p", "depends_on": ["a"]}]'),
-                     "MissionFailed")
+    [failed] = named(
+        swarm.complete(swarm.running()[0], '[{"task_id": "a", "prompt": "p", "depends_on": ["a"]}]'), "MissionFailed"
+    )
     assert failed.data["reason"].startswith("invalid plan: dependency cycle")
 
 

@@ -24,16 +24,26 @@ JOURNAL = frozenset(spec_for(Settings(), "swarm.coordinator.journal").events)
 
 def register(swarm: Swarm, data: st.DataObject) -> Receive:
     capabilities = data.draw(st.lists(st.sampled_from(CAPABILITIES), min_size=1, unique=True))
-    return _receive(swarm, "AgentRegistered", agent_id=data.draw(st.sampled_from(AGENTS)), capabilities=capabilities,
-                    model="m", brain="scripted", node="n", gpu=None,
-                    region=data.draw(st.sampled_from(["eu", "eu", "us"])), slot=data.draw(st.integers(0, 7)))
+    return _receive(
+        swarm,
+        "AgentRegistered",
+        agent_id=data.draw(st.sampled_from(AGENTS)),
+        capabilities=capabilities,
+        model="m",
+        brain="scripted",
+        node="n",
+        gpu=None,
+        region=data.draw(st.sampled_from(["eu", "eu", "us"])),
+        slot=data.draw(st.integers(0, 7)),
+    )
 
 
 def lose(swarm: Swarm, data: st.DataObject) -> Receive:
     agent_id = data.draw(st.sampled_from(AGENTS))
     if data.draw(st.booleans()):
-        return _receive(swarm, "AgentDeclaredDead", agent_id=agent_id, last_heartbeat_at=0, timeout_ms=5000,
-                        in_flight_task=None)
+        return _receive(
+            swarm, "AgentDeclaredDead", agent_id=agent_id, last_heartbeat_at=0, timeout_ms=5000, in_flight_task=None
+        )
     return _receive(swarm, "AgentDeregistered", agent_id=agent_id, reason="bye")
 
 
@@ -48,23 +58,37 @@ def _dag(data: st.DataObject) -> list[dict]:
     tasks = []
     for index in range(data.draw(st.integers(1, 4))):
         depends_on = data.draw(st.lists(st.sampled_from([t["task_id"] for t in tasks]), unique=True)) if tasks else []
-        tasks.append(task(f"t{index}", *data.draw(st.lists(st.sampled_from(CAPABILITIES[:3]), max_size=1)),
-                          depends_on=depends_on, replicas=data.draw(st.integers(1, 2))))
+        tasks.append(
+            task(
+                f"t{index}",
+                *data.draw(st.lists(st.sampled_from(CAPABILITIES[:3]), max_size=1)),
+                depends_on=depends_on,
+                replicas=data.draw(st.integers(1, 2)),
+            )
+        )
     return tasks
 
 
 def submit(swarm: Swarm, data: st.DataObject) -> Receive:
     planned = data.draw(st.booleans())
     return _receive(
-        swarm, "MissionSubmitted", mission_id=f"m{data.draw(st.integers(0, 5))}", title="t",
+        swarm,
+        "MissionSubmitted",
+        mission_id=f"m{data.draw(st.integers(0, 5))}",
+        title="t",
         region=data.draw(st.sampled_from([None, "eu", "us"])),
         tasks=[] if planned else _dag(data),
         planning={"prompt": "plan", "required_capabilities": ["code"]} if planned else None,
-        consensus={"strategy": data.draw(st.sampled_from(["MAJORITY", "CONFIDENCE_WEIGHTED"])), "window_ms": 10_000,
-                   "quorum": data.draw(st.sampled_from([0.5, 1.0]))},
+        consensus={
+            "strategy": data.draw(st.sampled_from(["MAJORITY", "CONFIDENCE_WEIGHTED"])),
+            "window_ms": 10_000,
+            "quorum": data.draw(st.sampled_from([0.5, 1.0])),
+        },
         final_action=data.draw(st.sampled_from([None, {"prompt": "act", "required_capabilities": []}])),
         deadline_ms=data.draw(st.sampled_from([None, 20_000, 200_000])),
-        token_budget=data.draw(st.sampled_from([None, 50, 10_000])), submitted_by="test")
+        token_budget=data.draw(st.sampled_from([None, 50, 10_000])),
+        submitted_by="test",
+    )
 
 
 def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
@@ -76,27 +100,56 @@ def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
     about = {k: assigned[k] for k in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
     action = data.draw(st.sampled_from(["complete", "complete", "fail", "release"]))
     if action == "fail":
-        return _receive(swarm, "TaskFailed", **about, failure="MALFORMED_OUTPUT", detail="", raw_output=None,
-                        steps=1, prompt_tokens=data.draw(st.integers(0, 20)), completion_tokens=3, latency_ms=1)
+        return _receive(
+            swarm,
+            "TaskFailed",
+            **about,
+            failure="MALFORMED_OUTPUT",
+            detail="",
+            raw_output=None,
+            steps=1,
+            prompt_tokens=data.draw(st.integers(0, 20)),
+            completion_tokens=3,
+            latency_ms=1,
+        )
     if action == "release":
         return _receive(swarm, "TaskReleased", **about, reason="drain")
     output = data.draw(st.sampled_from(OUTPUTS))
     if assigned["kind"] == "PLAN":
         output = data.draw(st.sampled_from([json.dumps(_dag(data)), "not a plan"]))
-    return _receive(swarm, "TaskCompleted", **about, output=output, confidence=1.0, steps=1,
-                    prompt_tokens=data.draw(st.integers(0, 20)), completion_tokens=5, latency_ms=3)
+    return _receive(
+        swarm,
+        "TaskCompleted",
+        **about,
+        output=output,
+        confidence=1.0,
+        steps=1,
+        prompt_tokens=data.draw(st.integers(0, 20)),
+        completion_tokens=5,
+        latency_ms=3,
+    )
 
 
 def vote(swarm: Swarm, data: st.DataObject) -> Receive | None:
-    requests = [r for r in named(swarm.journal, "VoteRequested")
-                if swarm.state.missions[r.data["mission_id"]].decision is None or not data.draw(st.integers(0, 5))]
+    requests = [
+        r
+        for r in named(swarm.journal, "VoteRequested")
+        if swarm.state.missions[r.data["mission_id"]].decision is None or not data.draw(st.integers(0, 5))
+    ]
     if not requests:
         return None
     request = data.draw(st.sampled_from(requests)).data
     candidate = data.draw(st.sampled_from(request["candidates"]))["candidate_id"]
-    return _receive(swarm, "VoteCast", mission_id=request["mission_id"], ballot_id=request["ballot_id"],
-                    voter_agent_id=request["voter_agent_id"], candidate_id=candidate,
-                    confidence=data.draw(st.floats(0, 1)), reason=None)
+    return _receive(
+        swarm,
+        "VoteCast",
+        mission_id=request["mission_id"],
+        ballot_id=request["ballot_id"],
+        voter_agent_id=request["voter_agent_id"],
+        candidate_id=candidate,
+        confidence=data.draw(st.floats(0, 1)),
+        reason=None,
+    )
 
 
 def tick(swarm: Swarm, data: st.DataObject) -> Tick:
@@ -106,9 +159,13 @@ def tick(swarm: Swarm, data: st.DataObject) -> Tick:
 
 def deadlock(swarm: Swarm, data: st.DataObject) -> Receive:
     cycle = data.draw(st.lists(st.sampled_from(AGENTS), min_size=2, max_size=3, unique=True))
-    return _receive(swarm, "DeadlockDetected", cycle=cycle,
-                    wait_ids=[f"w-{agent}-{data.draw(st.integers(0, 2))}" for agent in cycle],
-                    waits_started_at=[data.draw(st.integers(0, 3)) for _ in cycle])
+    return _receive(
+        swarm,
+        "DeadlockDetected",
+        cycle=cycle,
+        wait_ids=[f"w-{agent}-{data.draw(st.integers(0, 2))}" for agent in cycle],
+        waits_started_at=[data.draw(st.integers(0, 3)) for _ in cycle],
+    )
 
 
 def _receive(swarm: Swarm, name: str, **fields) -> Receive:

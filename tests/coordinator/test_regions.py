@@ -20,8 +20,9 @@ def test_two_regions_do_not_interfere():
     for swarm, region in ((eu, "eu"), (us, "us")):
         assert set(swarm.state.agents) == {f"{region}-1"}
         accepted = {e.data["mission_id"] for e in named(swarm.journal, "MissionAccepted")}
-        assert accepted == {m for m in unplaced if owner(m, REGIONS) == region} | ({"pinned-us"} if region == "us"
-                                                                                  else set())
+        assert accepted == {m for m in unplaced if owner(m, REGIONS) == region} | (
+            {"pinned-us"} if region == "us" else set()
+        )
         assert {e.data["agent_id"] for e in named(swarm.journal, "TaskAssigned")} == {f"{region}-1"}
         assert all(e.data["producer"] == f"coordinator:{region}" for e in swarm.journal)
 

@@ -33,10 +33,15 @@ GARBAGE = b"\xc3\x01\x00\x01\x02\x03\x04\x05\x06\x07 not an event"
 
 def swarmlog(settings: Settings, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `python -m swarmlog ARGS` against the test's broker."""
-    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
-           "COLUMNS": "400"}
-    return subprocess.run([sys.executable, "-m", "swarmlog", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout_s)
+    env = {
+        **os.environ,
+        "SWARMLOG_BROKER": settings.broker,
+        "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+        "COLUMNS": "400",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "swarmlog", *args], env=env, capture_output=True, text=True, timeout=timeout_s
+    )
 
 
 async def write_garbage(settings: Settings) -> int:
@@ -50,7 +55,8 @@ async def write_garbage(settings: Settings) -> int:
 
 
 async def test_garbage_in_the_journal_stops_the_region_until_an_audited_repair_then_a_mission_completes(
-        settings: Settings, tmp_path: Path):
+    settings: Settings, tmp_path: Path
+):
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"repair-{uuid.uuid4().hex[:8]}"
     coordinator = ["coordinator", "--region", REGION, "--data-dir", str(tmp_path / "coordinator")]
     bad = await write_garbage(settings)
@@ -82,8 +88,20 @@ async def test_garbage_in_the_journal_stops_the_region_until_an_audited_repair_t
 
         # A record that decodes (the repair itself, here) is never skipped: refused, nothing written. Skipping the
         # garbage again writes nothing either.
-        denied = await asyncio.to_thread(swarmlog, settings, "coordinator", "repair", "--region", REGION, "--skip",
-                                         written, "--skip", str(bad), "--reason", "wrong offset")
+        denied = await asyncio.to_thread(
+            swarmlog,
+            settings,
+            "coordinator",
+            "repair",
+            "--region",
+            REGION,
+            "--skip",
+            written,
+            "--skip",
+            str(bad),
+            "--reason",
+            "wrong offset",
+        )
         assert denied.returncode == 1, denied.stderr
         assert f"@{written} decodes as JournalRecordsSkipped" in " ".join(denied.stderr.split()), denied.stderr
         again = await asyncio.to_thread(swarmlog, settings, *arguments)
@@ -106,4 +124,3 @@ async def test_garbage_in_the_journal_stops_the_region_until_an_audited_repair_t
     finally:
         if not repaired:  # leave the region usable for the rest of the session
             await repair(settings, REGION, [bad], "cleanup after a failed test", "tests")
-

@@ -24,8 +24,13 @@ def test_highest_score_wins_then_lowest_load_then_id():
 
 
 def test_dead_busy_throttled_excluded_and_unmatched_agents_are_never_chosen():
-    agents = [agent("dead", "code", alive=False), agent("busy", "code", task=("m", "t", 0)),
-              agent("slow", "code", throttled=True), agent("gone", "code"), agent("poet", "poetry")]
+    agents = [
+        agent("dead", "code", alive=False),
+        agent("busy", "code", task=("m", "t", 0)),
+        agent("slow", "code", throttled=True),
+        agent("gone", "code"),
+        agent("poet", "poetry"),
+    ]
     assert choose(spec("code"), agents, exclude=frozenset({"gone"})) is None
 
 

@@ -41,8 +41,11 @@ async def completed(settings: Settings, region: str, mission_id: str) -> list | 
 
 async def test_a_pipeline_completes_through_a_coordinator_restart(settings: Settings, tmp_path: Path):
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
-    pipeline = [task("a", capability), task("b", capability, depends_on=["a"]),
-                task("c", capability, depends_on=["b"], replicas=2)]
+    pipeline = [
+        task("a", capability),
+        task("b", capability, depends_on=["a"]),
+        task("c", capability, depends_on=["b"], replicas=2),
+    ]
     async with crew(settings, "region-0", 3, capability, first_slot=0, latency_s=0.3) as agents:
         service = CoordinatorService(settings, "region-0", data_dir=tmp_path)
         await service.start()
@@ -75,7 +78,9 @@ async def test_two_regions_run_their_own_missions_side_by_side(settings: Setting
         for region in ("region-2", "region-3"):
             events = await eventually(lambda region=region: completed(settings, region, f"m-{region}-{suffix}"))
             assert {e.data["agent_id"] for e in named(events, "TaskAssigned")} <= {
-                f"{region}-{suffix}-0", f"{region}-{suffix}-1"}
+                f"{region}-{suffix}-0",
+                f"{region}-{suffix}-1",
+            }
 
 
 @pytest.mark.slow
@@ -83,8 +88,7 @@ async def test_kill_9_three_times_during_a_50_task_mission_doubles_nothing(setti
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"chaos-{uuid.uuid4().hex[:8]}"
     chains = [task(f"t{i}", capability, depends_on=[f"t{i - 5}"] if i >= 5 else []) for i in range(50)]
     env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    command = [sys.executable, "-m", "swarmlog", "coordinator", "--region", "region-1", "--data-dir",
-               str(tmp_path)]
+    command = [sys.executable, "-m", "swarmlog", "coordinator", "--region", "region-1", "--data-dir", str(tmp_path)]
     async with crew(settings, "region-1", 5, capability, first_slot=20, latency_s=0.1) as agents:
         process = subprocess.Popen(command, env=env)
         await submit(settings, mission_id, "region-1", chains)
@@ -113,11 +117,27 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
     """An agent of region-0 registers and leaves at once, so the journal has a last event (and nobody to route to)."""
     agent_id = f"passing-{uuid.uuid4().hex[:8]}"
     async with EventProducer(settings, client_id="test") as producer:
-        await producer.send("swarm.agents.registry", stamp(
-            "AgentRegistered", producer="test", agent_id=agent_id, capabilities=["nothing"], model="scripted",
-            brain="scripted", node="test", gpu=None, region="region-0", slot=63), key=agent_id)
-        await producer.send("swarm.agents.registry", stamp("AgentDeregistered", producer="test", agent_id=agent_id,
-                                                             reason="a test passing by"), key=agent_id)
+        await producer.send(
+            "swarm.agents.registry",
+            stamp(
+                "AgentRegistered",
+                producer="test",
+                agent_id=agent_id,
+                capabilities=["nothing"],
+                model="scripted",
+                brain="scripted",
+                node="test",
+                gpu=None,
+                region="region-0",
+                slot=63,
+            ),
+            key=agent_id,
+        )
+        await producer.send(
+            "swarm.agents.registry",
+            stamp("AgentDeregistered", producer="test", agent_id=agent_id, reason="a test passing by"),
+            key=agent_id,
+        )
 
     async def left() -> bool:
         agent = service.folded.state.agents.get(agent_id)
@@ -142,14 +162,18 @@ def _another_event_at_the_tip(folded: Folded) -> Folded:
     return dataclasses.replace(folded, tip=(folded.tip[0], "not-what-the-journal-holds"))
 
 
-@pytest.mark.parametrize(("stale", "says"), [
-    (_another_cluster, "cluster another-cluster"),
-    (_recreated_topic, "the partition's log now starts at offset"),
-    (_past_the_end, "the log ends before it"),
-    (_another_event_at_the_tip, "the topic was recreated"),
-])
+@pytest.mark.parametrize(
+    ("stale", "says"),
+    [
+        (_another_cluster, "cluster another-cluster"),
+        (_recreated_topic, "the partition's log now starts at offset"),
+        (_past_the_end, "the log ends before it"),
+        (_another_event_at_the_tip, "the topic was recreated"),
+    ],
+)
 async def test_a_snapshot_from_elsewhere_is_detected_logged_and_the_journal_re_folded(
-        settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture, stale, says: str):
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture, stale, says: str
+):
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "fresh") as fresh:
         await _journal_something(settings, fresh)
         expected = fresh.folded
@@ -164,8 +188,9 @@ async def test_a_snapshot_from_elsewhere_is_detected_logged_and_the_journal_re_f
     assert snapshots.load(tmp_path / "stale" / "region-0").origin == expected.origin  # replaced by the re-fold
 
 
-async def test_a_snapshot_that_still_matches_is_resumed_from(settings: Settings, tmp_path: Path,
-                                                              caplog: pytest.LogCaptureFixture):
+async def test_a_snapshot_that_still_matches_is_resumed_from(
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as first:
         expected = first.folded
     with caplog.at_level(logging.WARNING, logger="swarmlog.coordinator"):

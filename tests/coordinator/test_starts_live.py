@@ -16,15 +16,27 @@ from .live import attempts, crew, eventually, journal, named, submit
 START_TIMEOUT_MS = 1_500
 
 
-async def test_a_task_its_agent_never_starts_is_cancelled_and_completed_by_another(settings: Settings,
-                                                                                   tmp_path: Path):
+async def test_a_task_its_agent_never_starts_is_cancelled_and_completed_by_another(settings: Settings, tmp_path: Path):
     capability = f"deaf-{uuid.uuid4().hex[:8]}"
     deaf, mission_id = f"{capability}-deaf", f"m-{capability}"
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path, start_timeout_ms=START_TIMEOUT_MS):
         async with EventProducer(settings, client_id=deaf) as producer:  # it registers, then never reads its inbox
-            await producer.send("swarm.agents.registry", stamp(
-                "AgentRegistered", producer=f"agent:{deaf}", agent_id=deaf, capabilities=[capability], model="scripted",
-                brain="scripted", node="test", gpu=None, region="region-0", slot=40), key=deaf)
+            await producer.send(
+                "swarm.agents.registry",
+                stamp(
+                    "AgentRegistered",
+                    producer=f"agent:{deaf}",
+                    agent_id=deaf,
+                    capabilities=[capability],
+                    model="scripted",
+                    brain="scripted",
+                    node="test",
+                    gpu=None,
+                    region="region-0",
+                    slot=40,
+                ),
+                key=deaf,
+            )
         await eventually(lambda: _journaled(settings, "AgentEnlisted", agent_id=deaf))
         await submit(settings, mission_id, "region-0", [task("t", capability)])
         [first] = await eventually(lambda: _assigned(settings, mission_id))

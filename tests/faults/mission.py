@@ -15,16 +15,16 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from coordinator.harness import task
+from coordinator.live import eventually, journal, named, submit
+
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 
-from coordinator.harness import task
-from coordinator.live import eventually, journal, named, submit
-
 sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
-from agent_harness import Log, start_agent  # noqa: E402
-from worker_harness import Worker, stop_swarm  # noqa: E402
+from agent_harness import Log, start_agent
+from worker_harness import Worker, stop_swarm
 
 REGION = "region-0"
 
@@ -43,7 +43,8 @@ class Crew:
     def running(self, mission_id: str) -> bool:
         """Whether the mission has started and not completed, as the log collected so far shows."""
         return bool(self.log.named("TaskResultRecorded", mission_id=mission_id)) and not self.log.named(
-            "MissionCompleted", mission_id=mission_id)
+            "MissionCompleted", mission_id=mission_id
+        )
 
     def dead(self) -> dict[str, int]:
         """The processes that exited on their own, with their exit codes (the worker's as "streams")."""
@@ -52,14 +53,16 @@ class Crew:
             exited["streams"] = self.worker.process.returncode
         return exited
 
-    async def run_mission(self, tasks: int, fault: Callable[[str], Awaitable[None]], after_results: int,
-                          timeout_s: float = 240.0) -> list[Event]:
+    async def run_mission(
+        self, tasks: int, fault: Callable[[str], Awaitable[None]], after_results: int, timeout_s: float = 240.0
+    ) -> list[Event]:
         """Submit a mission of `tasks` independent tasks, run `fault` once `after_results` results are journaled,
         and return the mission's journal once it has completed."""
         mission_id = f"m-{uuid.uuid4().hex[:8]}"
         await submit(self.settings, mission_id, REGION, [task(f"t{i}", self.capability) for i in range(tasks)])
-        await self.log.wait_for(lambda: len(self.log.named("TaskResultRecorded", mission_id=mission_id))
-                                >= after_results, timeout_s=120)
+        await self.log.wait_for(
+            lambda: len(self.log.named("TaskResultRecorded", mission_id=mission_id)) >= after_results, timeout_s=120
+        )
         await fault(mission_id)
         return await eventually(lambda: _completed(self.settings, mission_id), timeout_s=timeout_s)
 
@@ -70,32 +73,68 @@ async def _completed(settings: Settings, mission_id: str) -> list[Event] | None:
 
 
 @contextlib.asynccontextmanager
-async def crew(settings: Settings, tmp_path: Path, agents: int = 3, heartbeat_s: float = 1.0,
-               first_slot: int = 40, brain_ms: int = 600, streams_metrics_port: int = 0) -> AsyncIterator[Crew]:
+async def crew(
+    settings: Settings,
+    tmp_path: Path,
+    agents: int = 3,
+    heartbeat_s: float = 1.0,
+    first_slot: int = 40,
+    brain_ms: int = 600,
+    streams_metrics_port: int = 0,
+) -> AsyncIterator[Crew]:
     """The streams worker (default liveness timeout), `swarmlog coordinator` and `agents` scripted agents, all
     enlisted; on exit every process is asked to stop (SIGTERM) and waited for, so the coordinator saves its snapshot."""
     await ensure_topics(settings)
     capability = f"faults-{uuid.uuid4().hex[:8]}"
     brain = tmp_path / "brain.json"
     brain.write_text(json.dumps({"median_ms": brain_ms, "sigma": 0.2}))
-    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
-           "SWARMLOG_REPLICATION_FACTOR": str(settings.replication_factor)}  # topics a process creates replicate too
+    env = {
+        **os.environ,
+        "SWARMLOG_BROKER": settings.broker,
+        "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+        "SWARMLOG_REPLICATION_FACTOR": str(settings.replication_factor),
+    }  # topics a process creates replicate too
     worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "streams")
-    worker.env.update(SWARMLOG_METRICS_PORT=str(streams_metrics_port),
-                      SWARMLOG_REPLICATION_FACTOR=str(settings.replication_factor))
+    worker.env.update(
+        SWARMLOG_METRICS_PORT=str(streams_metrics_port), SWARMLOG_REPLICATION_FACTOR=str(settings.replication_factor)
+    )
     processes: dict[str, subprocess.Popen] = {}
     agent_ids = [f"{capability}-{index}" for index in range(agents)]
     async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
         try:
             with (tmp_path / "coordinator.log").open("ab") as coordinator_log:
                 processes["coordinator"] = subprocess.Popen(
-                    [sys.executable, "-m", "swarmlog", "coordinator", "--region", REGION, "--data-dir",
-                     str(tmp_path / "coordinator")], env=env, stdout=coordinator_log, stderr=subprocess.STDOUT)
+                    [
+                        sys.executable,
+                        "-m",
+                        "swarmlog",
+                        "coordinator",
+                        "--region",
+                        REGION,
+                        "--data-dir",
+                        str(tmp_path / "coordinator"),
+                    ],
+                    env=env,
+                    stdout=coordinator_log,
+                    stderr=subprocess.STDOUT,
+                )
             for index, agent_id in enumerate(agent_ids):
                 processes[agent_id] = start_agent(
-                    settings, agent_id, first_slot + index, tmp_path, "--region", REGION, "--capabilities",
-                    f"{capability},decision_making", "--brain", "scripted", "--model", str(brain),
-                    "--heartbeat-s", str(heartbeat_s))
+                    settings,
+                    agent_id,
+                    first_slot + index,
+                    tmp_path,
+                    "--region",
+                    REGION,
+                    "--capabilities",
+                    f"{capability},decision_making",
+                    "--brain",
+                    "scripted",
+                    "--model",
+                    str(brain),
+                    "--heartbeat-s",
+                    str(heartbeat_s),
+                )
             await asyncio.to_thread(worker.start)
             await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
             yield Crew(settings, tmp_path, log, worker, processes, capability)

@@ -38,7 +38,8 @@ def on_single(single: KafkaCluster, redis_url: str) -> Settings:
 
 
 async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_and_doubles_no_result(
-        single: KafkaCluster, on_single: Settings, tmp_path: Path):
+    single: KafkaCluster, on_single: Settings, tmp_path: Path
+):
     [node] = single.nodes
     [metrics_port] = free_ports(1)
     seen: dict[str, float] = {}
@@ -48,7 +49,9 @@ async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_a
         node.kill()
         started = time.monotonic()
         while time.monotonic() - started < OUTAGE_S:  # the worker's gauge while the broker is away
-            seen["waiting"] = max(seen.get("waiting", 0.0), await asyncio.to_thread(broker_waiting_seconds, metrics_port))
+            seen["waiting"] = max(
+                seen.get("waiting", 0.0), await asyncio.to_thread(broker_waiting_seconds, metrics_port)
+            )
             await asyncio.sleep(0.5)
         node.spawn()  # from the loop's thread: a node dies with the thread that spawned it
         await asyncio.to_thread(node.wait_ready, 120)
@@ -60,8 +63,10 @@ async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_a
         await asyncio.sleep(7)  # more than a liveness timeout after the mission: a late false death would show now
         deaths = running.log.named("AgentDeclaredDead")
         after = await asyncio.to_thread(broker_waiting_seconds, metrics_port)
-    print(f"\nbroker outage {seen['outage']:.1f} s (the worker's gauge reached {seen['waiting']:.1f} s); "
-          f"mission of {TASKS} tasks completed")
+    print(
+        f"\nbroker outage {seen['outage']:.1f} s (the worker's gauge reached {seen['waiting']:.1f} s); "
+        f"mission of {TASKS} tasks completed"
+    )
     assert not deaths, f"agents declared dead by a broker outage: {[d.data['agent_id'] for d in deaths]}"
     results_once(events, TASKS)
     assert seen["waiting"] > 0 and after == 0, "/metrics shows the wait for the broker, and its end"

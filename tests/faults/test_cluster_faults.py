@@ -33,8 +33,9 @@ def cluster() -> Iterator[KafkaCluster]:
 @pytest.fixture
 def on_cluster(cluster: KafkaCluster, redis_url: str) -> Settings:
     """Settings for the cluster: every topic replicated three times."""
-    return dataclasses.replace(Settings.from_env(), broker="kafka", bootstrap=cluster.bootstrap, redis_url=redis_url,
-                               replication_factor=3)
+    return dataclasses.replace(
+        Settings.from_env(), broker="kafka", bootstrap=cluster.bootstrap, redis_url=redis_url, replication_factor=3
+    )
 
 
 async def crash_and_restart(node: KafkaNode) -> None:
@@ -46,7 +47,8 @@ async def crash_and_restart(node: KafkaNode) -> None:
 
 
 async def test_a_broker_then_the_active_controller_killed_mid_mission_lose_and_double_nothing(
-        cluster: KafkaCluster, on_cluster: Settings, tmp_path: Path):
+    cluster: KafkaCluster, on_cluster: Settings, tmp_path: Path
+):
     killed: list[tuple[str, int]] = []
 
     async def faults(mission_id: str) -> None:
@@ -70,9 +72,12 @@ async def test_a_broker_then_the_active_controller_killed_mid_mission_lose_and_d
     results_once(events, TASKS)
     # The coordinator stopped (SIGTERM) with its snapshot: replay of the journal must equal it.
     env = {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": cluster.bootstrap}
-    verified = await asyncio.to_thread(CliRunner().invoke, app, [
-        "replay", "verify", "coordinator", "--key", REGION, "--data-dir", str(tmp_path / "coordinator"), "--json"],
-        env=env)
+    verified = await asyncio.to_thread(
+        CliRunner().invoke,
+        app,
+        ["replay", "verify", "coordinator", "--key", REGION, "--data-dir", str(tmp_path / "coordinator"), "--json"],
+        env=env,
+    )
     assert verified.exit_code == 0, verified.output
     [live] = json.loads(verified.output)["live"]
     assert live["differences"] == 0, live

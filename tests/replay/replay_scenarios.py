@@ -16,19 +16,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the coordinator harness package
 
-from coordinator.harness import Swarm, named, task  # noqa: E402
+from coordinator.harness import Swarm, named, task
 
-from swarmlog.coordinator import Receive  # noqa: E402
-from swarmlog.coordinator.decide import INPUTS  # noqa: E402
-from swarmlog.replay import history  # noqa: E402
-from swarmlog.replay.components import COMPONENTS, JOURNAL  # noqa: E402
-from swarmlog.replay.fold import Record, replay  # noqa: E402
-from swarmlog.replay.verify import default_targets  # noqa: E402
-from swarmlog.schemas.codec import decode, encode  # noqa: E402
-from swarmlog.schemas.events import Event  # noqa: E402
-from swarmlog.settings import Settings  # noqa: E402
-from swarmlog.streams import budgets, waitgraph  # noqa: E402
-from swarmlog.topics import catalog  # noqa: E402
+from swarmlog.coordinator import Receive
+from swarmlog.coordinator.decide import INPUTS
+from swarmlog.replay import history
+from swarmlog.replay.components import COMPONENTS, JOURNAL
+from swarmlog.replay.fold import Record, replay
+from swarmlog.replay.verify import default_targets
+from swarmlog.schemas.codec import decode, encode
+from swarmlog.schemas.events import Event
+from swarmlog.settings import Settings
+from swarmlog.streams import budgets, waitgraph
+from swarmlog.topics import catalog
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 REGIONS = ("region-0",)
@@ -67,8 +67,13 @@ class RecordedSwarm(Swarm):
 
     def registration(self, agent_id: str) -> str:
         """The event id of the agent's AgentRegistered."""
-        return next(e.data["event_id"] for r in self.records if r.topic == "swarm.agents.registry"
-                    for e in [decode(r.value or b"")] if e.name == "AgentRegistered" and e.data["agent_id"] == agent_id)
+        return next(
+            e.data["event_id"]
+            for r in self.records
+            if r.topic == "swarm.agents.registry"
+            for e in [decode(r.value or b"")]
+            if e.name == "AgentRegistered" and e.data["agent_id"] == agent_id
+        )
 
 
 def three_phase() -> RecordedSwarm:
@@ -77,9 +82,12 @@ def three_phase() -> RecordedSwarm:
     for agent_id in ("a1", "a2", "a3"):
         swarm.register(agent_id, "code")
     swarm.register("boss", "decision_making")
-    swarm.submit("m-three", [task("gen", "code", replicas=2)], final_action={"prompt": "ship it",
-                                                                            "required_capabilities": ["decision_making"]})
-    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.data["replica"]), ("v1", "v2")):
+    swarm.submit(
+        "m-three",
+        [task("gen", "code", replicas=2)],
+        final_action={"prompt": "ship it", "required_capabilities": ["decision_making"]},
+    )
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.data["replica"]), ("v1", "v2"), strict=False):
         swarm.started(assigned)
         swarm.now_ms += 200
         swarm.complete(assigned, output, tokens=12)
@@ -102,9 +110,17 @@ def agent_death() -> RecordedSwarm:
     [first] = swarm.running()
     swarm.started(first)
     swarm.now_ms += 6000
-    [second] = named(swarm.send("AgentDeclaredDead", agent_id="a", registration_id=swarm.registration("a"),
-                                last_heartbeat_at=swarm.now_ms - 6000, timeout_ms=5000, in_flight_task="t"),
-                     "TaskAssigned")
+    [second] = named(
+        swarm.send(
+            "AgentDeclaredDead",
+            agent_id="a",
+            registration_id=swarm.registration("a"),
+            last_heartbeat_at=swarm.now_ms - 6000,
+            timeout_ms=5000,
+            in_flight_task="t",
+        ),
+        "TaskAssigned",
+    )
     swarm.complete(first, "zombie answer")
     swarm.started(second)
     swarm.complete(second, "real answer")
@@ -120,14 +136,21 @@ def deadlock() -> RecordedSwarm:
     graph = waitgraph.INITIAL
     for wait_id, waiter, waits_for in (("w-1", "a", "b"), ("w-2", "b", "a")):
         swarm.now_ms += 100
-        started = swarm.input("WaitStarted", wait_id=wait_id, waiter_agent_id=waiter, waits_for_agent_id=waits_for,
-                              mission_id="m-lock", task_id=None)
+        started = swarm.input(
+            "WaitStarted",
+            wait_id=wait_id,
+            waiter_agent_id=waiter,
+            waits_for_agent_id=waits_for,
+            mission_id="m-lock",
+            task_id=None,
+        )
         graph = waitgraph.evolve(graph, started)
         for detected in waitgraph.decide_deadlocks(graph, swarm.now_ms, started):
             graph = waitgraph.evolve(graph, detected)
             [broken] = named(swarm.deliver(detected), "DeadlockBroken")
-    swarm.input("WaitEnded", wait_id=broken.data["wait_id"], waiter_agent_id="b", waits_for_agent_id="a",
-                outcome="ABORTED")
+    swarm.input(
+        "WaitEnded", wait_id=broken.data["wait_id"], waiter_agent_id="b", waits_for_agent_id="a", outcome="ABORTED"
+    )
     for assigned in swarm.running():
         swarm.complete(assigned, f"{assigned.data['task_id']} done")
     return swarm
@@ -139,8 +162,15 @@ def throttle() -> RecordedSwarm:
     swarm.register("x", "code")
     policy, usage = budgets.BudgetPolicy(default_tokens=100), budgets.INITIAL
     for generation in range(3):
-        used = swarm.input("TokensUsed", agent_id="x", generation_id=f"g-{generation}", prompt_tokens=30,
-                           completion_tokens=20, mission_id=None, task_id=None)
+        used = swarm.input(
+            "TokensUsed",
+            agent_id="x",
+            generation_id=f"g-{generation}",
+            prompt_tokens=30,
+            completion_tokens=20,
+            mission_id=None,
+            task_id=None,
+        )
         usage = budgets.evolve(usage, used)
         for exceeded in budgets.decide_budget(usage, used, policy):
             usage = budgets.evolve(usage, exceeded)
@@ -156,7 +186,11 @@ def throttle() -> RecordedSwarm:
 
 
 SCENARIOS: dict[str, Callable[[], RecordedSwarm]] = {
-    "three_phase": three_phase, "agent_death": agent_death, "deadlock": deadlock, "throttle": throttle}
+    "three_phase": three_phase,
+    "agent_death": agent_death,
+    "deadlock": deadlock,
+    "throttle": throttle,
+}
 
 
 def expected(records: list[Record] | tuple[Record, ...], mission_id: str) -> dict[str, Any]:
@@ -182,11 +216,16 @@ def regenerate() -> None:
     for name, scenario in SCENARIOS.items():
         swarm = scenario()
         mission_id = mission_of(swarm)
-        history.export(HISTORIES / f"{name}.hist", swarm.records, REGIONS,
-                       {"scenario": name, "mission": mission_id, "made_with": "tests/coordinator/harness.py"})
+        history.export(
+            HISTORIES / f"{name}.hist",
+            swarm.records,
+            REGIONS,
+            {"scenario": name, "mission": mission_id, "made_with": "tests/coordinator/harness.py"},
+        )
         (HISTORIES / f"{name}.expected.json").write_text(
-            json.dumps({"mission": mission_id, "views": expected(swarm.records, mission_id)}, indent=1,
-                       sort_keys=True) + "\n")
+            json.dumps({"mission": mission_id, "views": expected(swarm.records, mission_id)}, indent=1, sort_keys=True)
+            + "\n"
+        )
         print(f"{name}: {len(swarm.records)} records")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from replay_scenarios import HISTORIES, REGIONS
 
 from swarmlog.commands.replay import parse_at
 from swarmlog.coordinator.journal import SKIPPED
@@ -17,10 +18,8 @@ from swarmlog.replay.components import COMPONENTS, component
 from swarmlog.replay.diff import Difference, differences
 from swarmlog.replay.fold import Record, ordered, replay
 from swarmlog.replay.source import Span
-from swarmlog.schemas.codec import default_codec
 from swarmlog.replay.verify import verify
-
-from replay_scenarios import HISTORIES, REGIONS
+from swarmlog.schemas.codec import default_codec
 
 GOLDEN = history.load(HISTORIES / "three_phase.hist").records
 
@@ -45,10 +44,20 @@ def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_veri
     last = max(record.offset for record in journal)
     garbage = Record("swarm.coordinator.journal", 0, last + 1, journal[-1].timestamp, None, b"\xc3\x01not avro")
     unrelated = Record("swarm.coordinator.journal", 0, last + 2, journal[-1].timestamp, None, b"\xc3\x01also bad")
-    repair = stamp(SKIPPED, producer="operator:ops", region="region-0", partition=0, offsets=[last + 1],
-                   errors=["bad"], reason="test garbage", operator="ops", occurred_at_ms=journal[-1].timestamp)
-    repaired = Record("swarm.coordinator.journal", 0, last + 3, journal[-1].timestamp, None,
-                      default_codec().encode(repair))
+    repair = stamp(
+        SKIPPED,
+        producer="operator:ops",
+        region="region-0",
+        partition=0,
+        offsets=[last + 1],
+        errors=["bad"],
+        reason="test garbage",
+        operator="ops",
+        occurred_at_ms=journal[-1].timestamp,
+    )
+    repaired = Record(
+        "swarm.coordinator.journal", 0, last + 3, journal[-1].timestamp, None, default_codec().encode(repair)
+    )
     records = (*GOLDEN, garbage, unrelated, repaired)
     dirty = replay(component("coordinator"), None, REGIONS, records)
     skipped, left = dirty.problems
@@ -61,8 +70,11 @@ def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_veri
 
 def test_verify_catches_a_fold_that_is_not_deterministic():
     calls = iter(range(10**6))
-    flaky = dataclasses.replace(COMPONENTS["registry"], evolve_all=None, evolve=lambda state, event: dataclasses.replace(
-        state, agents={**state.agents, "n": next(calls)}))
+    flaky = dataclasses.replace(
+        COMPONENTS["registry"],
+        evolve_all=None,
+        evolve=lambda state, event: dataclasses.replace(state, agents={**state.agents, "n": next(calls)}),
+    )
     [check] = verify(GOLDEN, REGIONS, [(flaky, None)]).checks
     assert not check.deterministic
 
@@ -83,7 +95,10 @@ def test_at_is_an_offset_epoch_ms_or_an_iso_time():
 
 def test_differences_name_the_key_and_both_values():
     assert differences({"a": 1, "b": 2}, {"b": 3, "c": 4}) == (
-        Difference("a", 1, None), Difference("b", 2, 3), Difference("c", None, 4))
+        Difference("a", 1, None),
+        Difference("b", 2, 3),
+        Difference("c", None, 4),
+    )
 
 
 def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path):
@@ -99,17 +114,31 @@ def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path
         history.load(path, journal)  # a cut frame is reported whichever topics are read
 
 
-@pytest.mark.parametrize(("content", "says"), [
-    (b"not gzip at all", "not a readable swarmlog-history file: BadGzipFile"),
-    (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n' + b"x" * 64)[:-12], "EOFError"),
-    (gzip.compress(b"[1, 2]\n"), "is not a swarmlog-history v2 file"),
-    (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n'), "KeyError"),
-    (gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 10),
-     "a frame header at byte"),
-    (gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 64),
-     "names topic #1799"),
-], ids=["not gzip", "cut gzip", "header not an object", "header without topics", "cut frame header",
-        "unknown topic index"])
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"not gzip at all", "not a readable swarmlog-history file: BadGzipFile"),
+        (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n' + b"x" * 64)[:-12], "EOFError"),
+        (gzip.compress(b"[1, 2]\n"), "is not a swarmlog-history v2 file"),
+        (gzip.compress(b'{"format": "swarmlog-history", "version": 2}\n'), "KeyError"),
+        (
+            gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 10),
+            "a frame header at byte",
+        ),
+        (
+            gzip.compress(b'{"format": "swarmlog-history", "version": 2, "topics": ["t"]}\n' + b"\x07" * 64),
+            "names topic #1799",
+        ),
+    ],
+    ids=[
+        "not gzip",
+        "cut gzip",
+        "header not an object",
+        "header without topics",
+        "cut frame header",
+        "unknown topic index",
+    ],
+)
 def test_a_file_that_is_not_a_history_is_a_value_error_saying_why(tmp_path: Path, content: bytes, says: str):
     path = tmp_path / "bad.hist"
     path.write_bytes(content)
@@ -121,7 +150,6 @@ def test_a_keyed_component_needs_its_key():
     with pytest.raises(ValueError, match="--key"):
         replay(component("agent"), None, REGIONS, GOLDEN)
     assert replay(component("agent"), "a1", REGIONS, GOLDEN).state.closed  # a1 ran and closed an attempt
-
 
 
 def test_an_event_of_a_kind_its_topic_does_not_carry_is_a_problem_and_is_not_folded():

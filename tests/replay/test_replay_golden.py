@@ -6,14 +6,13 @@ import dataclasses
 import json
 
 import pytest
+from replay_scenarios import HISTORIES, REGIONS, SCENARIOS, expected
 from typer.testing import CliRunner
 
 from swarmlog.cli import app
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS
 from swarmlog.replay.timeline import timeline
-
-from replay_scenarios import HISTORIES, REGIONS, SCENARIOS, expected
 
 NAMES = sorted(SCENARIOS)
 
@@ -37,8 +36,10 @@ def test_today_s_decisions_still_make_the_stored_history(name: str):
 
 def test_a_changed_fold_breaks_a_golden_history(monkeypatch: pytest.MonkeyPatch):
     coordinator = COMPONENTS["coordinator"]
-    forgetful = dataclasses.replace(coordinator, evolve=lambda state, event: state if event.name == "TaskReassigned"
-                                    else coordinator.evolve(state, event))
+    forgetful = dataclasses.replace(
+        coordinator,
+        evolve=lambda state, event: state if event.name == "TaskReassigned" else coordinator.evolve(state, event),
+    )
     monkeypatch.setitem(COMPONENTS, "coordinator", forgetful)
     document = stored("agent_death")
     loaded = history.load(HISTORIES / "agent_death.hist")
@@ -53,8 +54,11 @@ def test_the_three_phase_timeline_goes_through_every_phase_causes_first():
     assert {"WORK", "CONSENSUS", "FINAL"} <= {step.phase for step in steps}
     seen = set()
     for step in steps:
-        assert step.causation_id is None or step.causation_id in seen or not any(
-            other.event_id == step.causation_id for other in steps)
+        assert (
+            step.causation_id is None
+            or step.causation_id in seen
+            or not any(other.event_id == step.causation_id for other in steps)
+        )
         seen.add(step.event_id)
     completed = [step for step in steps if step.name == "TaskCompleted"]
     assert [step.tokens for step in completed] == [12, 12, 4] and all(step.agent for step in completed)

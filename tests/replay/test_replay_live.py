@@ -9,17 +9,16 @@ import uuid
 from pathlib import Path
 
 import pytest
+import replay_scenarios  # noqa: F401  (it puts tests/ on sys.path, for the coordinator's test helpers)
 from aiokafka import AIOKafkaProducer
+from coordinator.harness import task
+from coordinator.live import crew, eventually, journal, named, submit
 from typer.testing import CliRunner, Result
 
 from swarmlog.cli import app
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.settings import Settings
-
-import replay_scenarios  # noqa: F401  (it puts tests/ on sys.path, for the coordinator's test helpers)
-from coordinator.harness import task  # noqa: E402
-from coordinator.live import crew, eventually, journal, named, submit  # noqa: E402
 
 pytestmark = pytest.mark.kafka_only
 REGION = "region-0"
@@ -36,8 +35,10 @@ async def live_run(settings: Settings, tmp_path: Path) -> tuple[str, str, Path]:
     """A two-task mission run to completion by the coordinator shell and two scripted agents; (mission, agent, dir)."""
     mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"replay-{uuid.uuid4().hex[:8]}"
     # A start timeout other than the default: a flag of the process, which replay does not take and need not know.
-    async with crew(settings, REGION, 2, capability, 40) as agents, CoordinatorService(
-            settings, REGION, data_dir=tmp_path, start_timeout_ms=20_000):
+    async with (
+        crew(settings, REGION, 2, capability, 40) as agents,
+        CoordinatorService(settings, REGION, data_dir=tmp_path, start_timeout_ms=20_000),
+    ):
         await submit(settings, mission_id, REGION, [task("a", capability), task("b", capability)])
         await eventually(lambda: _completed(settings, mission_id))
     return mission_id, agents[0].agent_id, tmp_path
@@ -48,8 +49,9 @@ async def _completed(settings: Settings, mission_id: str) -> bool:
 
 
 async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_mission(
-        settings: Settings, live_run: tuple[str, str, Path]):
-    mission_id, agent_id, data_dir = live_run
+    settings: Settings, live_run: tuple[str, str, Path]
+):
+    mission_id, _agent_id, data_dir = live_run
     verified = await replay(settings, "verify", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
     assert verified.exit_code == 0, verified.output
     report = json.loads(verified.output)
@@ -68,12 +70,14 @@ async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_
 
 
 async def test_a_corrupted_snapshot_makes_diff_fail_with_the_key_and_both_values(
-        settings: Settings, live_run: tuple[str, str, Path]):
+    settings: Settings, live_run: tuple[str, str, Path]
+):
     mission_id, _, data_dir = live_run
     saved = snapshots.load(data_dir / REGION)
     mission = saved.state.missions[mission_id]
-    corrupted = dataclasses.replace(saved.state, missions={**saved.state.missions,
-                                                           mission_id: dataclasses.replace(mission, tokens=999)})
+    corrupted = dataclasses.replace(
+        saved.state, missions={**saved.state.missions, mission_id: dataclasses.replace(mission, tokens=999)}
+    )
     snapshots.save(data_dir / REGION, dataclasses.replace(saved, state=corrupted))
     compared = await replay(settings, "diff", "coordinator", "--key", REGION, "--data-dir", str(data_dir))
     assert compared.exit_code == 1
@@ -85,7 +89,8 @@ async def test_a_corrupted_snapshot_makes_diff_fail_with_the_key_and_both_values
 
 
 async def test_verify_reports_a_garbage_record_with_its_coordinates_and_replays_the_rest(
-        settings: Settings, live_run: tuple[str, str, Path]):
+    settings: Settings, live_run: tuple[str, str, Path]
+):
     _, agent_id, _ = live_run
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
@@ -97,5 +102,6 @@ async def test_verify_reports_a_garbage_record_with_its_coordinates_and_replays_
     assert verified.exit_code == 1
     report = json.loads(verified.output)
     assert {"topic": "swarm.tasks.events", "partition": 0, "offset": sent.offset} in [
-        {k: p[k] for k in ("topic", "partition", "offset")} for p in report["problems"]]
+        {k: p[k] for k in ("topic", "partition", "offset")} for p in report["problems"]
+    ]
     assert report["checks"][0]["events"] >= 2, "the records after and around the garbage were still folded"

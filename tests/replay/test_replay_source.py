@@ -34,19 +34,24 @@ async def _fill(settings: Settings, name: str) -> None:
     try:
         for partition, stamps in STAMPS.items():
             for offset, stamp in enumerate(stamps):
-                await producer.send_and_wait(name, f"{partition}:{offset}".encode(), partition=partition,
-                                             timestamp_ms=T0 + stamp)
+                await producer.send_and_wait(
+                    name, f"{partition}:{offset}".encode(), partition=partition, timestamp_ms=T0 + stamp
+                )
     finally:
         await producer.stop()
 
 
-@pytest.mark.parametrize(("span", "expected"), [
-    (Span(), {"0:0", "0:1", "0:2", "0:3", "1:0", "1:1"}),
-    (Span(to_ms=T0 + 4500), {"0:0", "1:0", "1:1"}),  # partition 0 stops at 5000: its 2000 after it is not read
-    (Span(from_ms=T0 + 1500), {"0:1", "0:2", "0:3", "1:0", "1:1"}),
-    (Span(from_ms=T0 + 2500, to_ms=T0 + 5500), {"0:1", "1:0", "1:1"}),  # 2000 is inside the cut, before from_ms
-    (Span(from_offset=1, to_offset=2), {"0:1", "0:2", "1:1"}),
-], ids=["all", "to a time", "from a time", "between times", "between offsets"])
+@pytest.mark.parametrize(
+    ("span", "expected"),
+    [
+        (Span(), {"0:0", "0:1", "0:2", "0:3", "1:0", "1:1"}),
+        (Span(to_ms=T0 + 4500), {"0:0", "1:0", "1:1"}),  # partition 0 stops at 5000: its 2000 after it is not read
+        (Span(from_ms=T0 + 1500), {"0:1", "0:2", "0:3", "1:0", "1:1"}),
+        (Span(from_ms=T0 + 2500, to_ms=T0 + 5500), {"0:1", "1:0", "1:1"}),  # 2000 is inside the cut, before from_ms
+        (Span(from_offset=1, to_offset=2), {"0:1", "0:2", "1:1"}),
+    ],
+    ids=["all", "to a time", "from a time", "between times", "between offsets"],
+)
 def test_a_span_reads_the_same_records_on_either_broker(settings: Settings, topic: str, span: Span, expected: set):
     reading = asyncio.run(read(settings, [topic], span))
     assert {record.value.decode() for record in reading.records} == expected

@@ -15,8 +15,13 @@ from swarmlog.streams.alerts import from_millis
 
 def event(name: str, at_ms: int, event_id: str, **fields: Any) -> Event:
     """An event as a decoder gives it: envelope filled in, occurred_at an aware datetime."""
-    envelope = {"event_id": event_id, "occurred_at": from_millis(at_ms), "correlation_id": None,
-                "causation_id": None, "producer": "test"}
+    envelope = {
+        "event_id": event_id,
+        "occurred_at": from_millis(at_ms),
+        "correlation_id": None,
+        "causation_id": None,
+        "producer": "test",
+    }
     return Event(name, {**envelope, **fields})
 
 
@@ -34,7 +39,7 @@ def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return dict(zip(value._fields, map(_plain, value)))
+        return dict(zip(value._fields, map(_plain, value), strict=False))
     if isinstance(value, Mapping):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, Set):
@@ -44,8 +49,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def assert_fold_laws(evolve: Callable[[Any, Event], Any], initial: Any, events: Sequence[Event], split: int,
-                     evolve_all: Callable[[Any, Sequence[Event]], Any] | None = None) -> None:
+def assert_fold_laws(
+    evolve: Callable[[Any, Event], Any],
+    initial: Any,
+    events: Sequence[Event],
+    split: int,
+    evolve_all: Callable[[Any, Sequence[Event]], Any] | None = None,
+) -> None:
     """Deterministic, never mutates its input, a redelivered event counts once, snapshot + tail == full fold,
     and the fold's batch form (if any) agrees with it from the start and from the snapshot."""
     full = fold(evolve, initial, events)

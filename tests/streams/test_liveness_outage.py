@@ -15,8 +15,19 @@ TIMEOUT = 5000
 
 
 def registered(agent: str, at_ms: int) -> object:
-    return event("AgentRegistered", at_ms, f"reg-{agent}", agent_id=agent, capabilities=["code"], model="m",
-                 brain="scripted", node="n1", gpu=None, region="r1", slot=0)
+    return event(
+        "AgentRegistered",
+        at_ms,
+        f"reg-{agent}",
+        agent_id=agent,
+        capabilities=["code"],
+        model="m",
+        brain="scripted",
+        node="n1",
+        gpu=None,
+        region="r1",
+        slot=0,
+    )
 
 
 def agents_silent_since(at_ms: int, *agents: str) -> registry.Registry:

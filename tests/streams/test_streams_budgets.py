@@ -15,8 +15,17 @@ POLICY = BudgetPolicy(default_tokens=1000, per_agent={"big": 5000})
 
 
 def used(agent: str, generation: str, at_ms: int, prompt: int = 300, completion: int = 200) -> object:
-    return event("TokensUsed", at_ms, f"use-{generation}", agent_id=agent, generation_id=generation,
-                 prompt_tokens=prompt, completion_tokens=completion, mission_id=None, task_id=None)
+    return event(
+        "TokensUsed",
+        at_ms,
+        f"use-{generation}",
+        agent_id=agent,
+        generation_id=generation,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        mission_id=None,
+        task_id=None,
+    )
 
 
 def run(state: budgets.Budgets, inputs: list) -> tuple[budgets.Budgets, list]:
@@ -35,8 +44,18 @@ def summary(alerts: list) -> list[tuple]:
 
 
 def test_passing_the_budget_throttles_once_per_window_and_a_tick_at_its_end_restores():
-    state, alerts = run(budgets.INITIAL, [used("a", "g1", 1000), used("a", "g2", 2000), used("a", "g3", 3000),
-                                          used("a", "g4", 4000), 59_999, 60_000, 61_000])
+    state, alerts = run(
+        budgets.INITIAL,
+        [
+            used("a", "g1", 1000),
+            used("a", "g2", 2000),
+            used("a", "g3", 3000),
+            used("a", "g4", 4000),
+            59_999,
+            60_000,
+            61_000,
+        ],
+    )
     assert summary(alerts) == [("BudgetExceeded", "a", 0), ("BudgetRestored", "a", 60_000)]
     exceeded = alerts[0].data
     assert (exceeded["used"], exceeded["budget"], to_millis(exceeded["window_end"])) == (1500, 1000, 60_000)
@@ -71,7 +90,7 @@ def test_negative_token_counts_count_as_zero():
 
 def test_a_redelivered_exceeded_after_the_restore_does_not_throttle_again():
     _, alerts = run(budgets.INITIAL, [used("a", "g1", 0, 2000, 0), 60_000])
-    state = fold(evolve, budgets.INITIAL, [used("a", "g1", 0, 2000, 0)] + alerts + alerts[:1])
+    state = fold(evolve, budgets.INITIAL, [used("a", "g1", 0, 2000, 0), *alerts, *alerts[:1]])
     assert state.agents["a"].throttled_until is None
 
 

@@ -12,8 +12,10 @@ SETTINGS = Settings(broker="kafka", bootstrap="127.0.0.1:9092")
 
 
 def test_budget_overrides_apply_per_agent_and_the_rest_get_the_global_budget():
-    config = StreamsConfig.from_env(SETTINGS, {"SWARMLOG_STREAMS_BUDGET_TOKENS": "1000",
-                                               "SWARMLOG_STREAMS_BUDGET_OVERRIDES": "planner=5000, tiny=10"})
+    config = StreamsConfig.from_env(
+        SETTINGS,
+        {"SWARMLOG_STREAMS_BUDGET_TOKENS": "1000", "SWARMLOG_STREAMS_BUDGET_OVERRIDES": "planner=5000, tiny=10"},
+    )
     policy = config.budget_policy
     assert (policy.budget_for("planner"), policy.budget_for("tiny"), policy.budget_for("other")) == (5000, 10, 1000)
 

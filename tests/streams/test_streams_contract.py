@@ -15,7 +15,12 @@ def test_decided_alerts_round_trip_through_the_codec():
     _, deadlocks = detect(waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "a")])
     _, throttles = run(budgets.INITIAL, [used("a", "g1", 0, 2000, 0), 60_000])
     alerts = deaths + deadlocks + throttles
-    assert {alert.name for alert in alerts} == {"AgentDeclaredDead", "DeadlockDetected", "BudgetExceeded", "BudgetRestored"}
+    assert {alert.name for alert in alerts} == {
+        "AgentDeclaredDead",
+        "DeadlockDetected",
+        "BudgetExceeded",
+        "BudgetRestored",
+    }
     for alert in alerts:
         decoded = decode(encode(alert))
         assert (decoded.name, dict(decoded.data)) == (alert.name, dict(alert.data))

@@ -61,13 +61,25 @@ def test_a_long_run_of_agent_churn_keeps_the_registry_bounded_and_declares_the_d
 
 
 def test_a_dropped_run_stays_dropped_and_a_new_registration_starts_afresh():
-    gone = fold(registry.evolve, registry.INITIAL, [registered("a", 0, "r1"), heartbeat("a", 1000, 1),
-                                                    deregistered("a", 2000)])
+    gone = fold(
+        registry.evolve, registry.INITIAL, [registered("a", 0, "r1"), heartbeat("a", 1000, 1), deregistered("a", 2000)]
+    )
     later = 1000 + RETENTION_MS
     assert "a" in registry.evolve(gone, heartbeat("b", later - 1, 1)).agents
     assert registry.evolve(gone, heartbeat("a", later, 2)).agents == {}, "a late heartbeat of r1 resurrects nothing"
-    for stale in (event("AgentDeclaredDead", later, "d1", agent_id="a", registration_id="r1", last_heartbeat_at=0,
-                        timeout_ms=5000, in_flight_task=None), deregistered("a", later)):
+    for stale in (
+        event(
+            "AgentDeclaredDead",
+            later,
+            "d1",
+            agent_id="a",
+            registration_id="r1",
+            last_heartbeat_at=0,
+            timeout_ms=5000,
+            in_flight_task=None,
+        ),
+        deregistered("a", later),
+    ):
         assert registry.evolve(gone, stale).agents == {}
     back = registry.evolve(gone, registered("a", later, "r2"))
     view = back.agents["a"]
@@ -142,14 +154,19 @@ def test_a_wait_left_behind_by_a_dead_waiter_is_abandoned_after_the_retention_an
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 60_000), st.integers(0, 90_000)),
-                max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 60_000), st.integers(0, 90_000)), max_size=40
+    )
+)
 def test_waits_that_end_within_their_timeout_give_the_deadlocks_the_unbounded_graph_gives(waits):
     log, at = [], 0
     for index, (waiter, waits_for, lasts, pause) in enumerate(waits):
         at += pause
-        log += [started(f"w{index}", f"a{waiter}", f"a{waits_for}", at),
-                ended(f"w{index}", f"a{waiter}", f"a{waits_for}", at + lasts)]
+        log += [
+            started(f"w{index}", f"a{waiter}", f"a{waits_for}", at),
+            ended(f"w{index}", f"a{waiter}", f"a{waits_for}", at + lasts),
+        ]
     log.sort(key=lambda each: each.occurred_at_ms)
     forever = waitgraph.WaitGraph(retention_ms=10**15)
     assert detect(waitgraph.INITIAL, log)[1] == detect(forever, log)[1]
@@ -166,10 +183,17 @@ def test_a_long_run_of_abandoned_waits_keeps_the_graph_bounded():
 def test_the_replay_drops_what_the_live_table_drops_on_each_partition_s_own_event_time():
     """Partition 0 hears again after the retention and drops its deregistered agent; partition 1 does not, and keeps
     its own, as the live table's partitions do."""
-    events = [(0, registered("a", 0, "r1")), (1, registered("b", 0, "r2")), (0, deregistered("a", 10)),
-              (1, deregistered("b", 10)), (0, registered("c", RETENTION_MS + 5, "r3"))]
-    records = [Record("swarm.agents.registry", partition, offset, each.occurred_at_ms, None, encode(each))
-               for offset, (partition, each) in enumerate(events)]
+    events = [
+        (0, registered("a", 0, "r1")),
+        (1, registered("b", 0, "r2")),
+        (0, deregistered("a", 10)),
+        (1, deregistered("b", 10)),
+        (0, registered("c", RETENTION_MS + 5, "r3")),
+    ]
+    records = [
+        Record("swarm.agents.registry", partition, offset, each.occurred_at_ms, None, encode(each))
+        for offset, (partition, each) in enumerate(events)
+    ]
     replayed = replay(component("registry"), None, ("region-0",), records)
     assert sorted(replayed.state.agents) == ["b", "c"] and replayed.events == 5
     by_partition = {p: fold(registry.evolve, registry.INITIAL, [e for q, e in events if q == p]) for p in (0, 1)}

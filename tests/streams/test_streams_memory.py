@@ -12,15 +12,32 @@ from swarmlog.streams.memory import MemoryWrite, WriteBatcher, plan_write
 
 
 def recorded(experience: str, at_ms: int, ttl_s: int = 3600) -> object:
-    return event("ExperienceRecorded", at_ms, f"exp-{experience}", experience_id=experience, agent_id="a", node="n1",
-                 kind="insight", content="tests first", embedding=[0.5, -0.25], ttl_s=ttl_s, mission_id="m1")
+    return event(
+        "ExperienceRecorded",
+        at_ms,
+        f"exp-{experience}",
+        experience_id=experience,
+        agent_id="a",
+        node="n1",
+        kind="insight",
+        content="tests first",
+        embedding=[0.5, -0.25],
+        ttl_s=ttl_s,
+        mission_id="m1",
+    )
 
 
 def test_an_experience_becomes_one_key_with_its_fields_and_an_expiry_from_its_own_time():
     write = plan_write(recorded("x1", 10_000, ttl_s=60), now_ms=20_000)
     assert (write.key, write.expire_at_ms) == ("experience:x1", 70_000)
-    assert json.loads(write.value) == {"content": "tests first", "kind": "insight", "agent": "a", "node": "n1",
-                                       "embedding": [0.5, -0.25], "mission": "m1"}
+    assert json.loads(write.value) == {
+        "content": "tests first",
+        "kind": "insight",
+        "agent": "a",
+        "node": "n1",
+        "embedding": [0.5, -0.25],
+        "mission": "m1",
+    }
 
 
 def test_a_replayed_experience_that_already_expired_is_skipped():
@@ -54,7 +71,7 @@ def test_batching_loses_nothing_and_depends_only_on_event_times(times):
         for index, at_ms in enumerate(ordered):
             batcher, flushed = batcher.add(MemoryWrite(f"experience:{index}", "{}", 10**9), at_ms)
             out += [flushed] if flushed else []
-        return out + [batcher.flush()[1]]
+        return [*out, batcher.flush()[1]]
 
     assert batches() == batches()
     assert sum(len(batch) for batch in batches()) == len(times)

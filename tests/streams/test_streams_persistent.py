@@ -6,10 +6,11 @@ import dataclasses
 import pickle
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from swarmlog.streams.persistent import PMap, PSet, TimedMap, replace
 from swarmlog.streams.budgets import AgentUsage
+from swarmlog.streams.persistent import PMap, PSet, TimedMap, replace
 from swarmlog.streams.registry import AgentView
 
 KEYS = st.text(max_size=3)
@@ -62,12 +63,12 @@ def test_replace_is_named_tuple_replace_and_names_an_unknown_field():
     replaced = replace(view, **changes)
     assert type(replaced) is AgentView and replaced == view._replace(**changes) and view.last_heartbeat_ms == 6
     assert replace(view, status="IDLE", last_heartbeat_ms=9) == view._replace(status="IDLE", last_heartbeat_ms=9)
-    with pytest.raises(TypeError, match="no field.*colour"):
+    with pytest.raises(TypeError, match=r"no field.*colour"):
         replace(view, colour="red")
 
 
 def test_replace_is_dataclasses_replace_for_a_dataclass_record():
     usage = AgentUsage(window_start=5, used=7)
     assert replace(usage, used=9, window_start=6) == dataclasses.replace(usage, used=9, window_start=6)
-    with pytest.raises(TypeError, match="no field.*colour"):
+    with pytest.raises(TypeError, match=r"no field.*colour"):
         replace(usage, colour="red")

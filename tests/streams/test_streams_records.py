@@ -9,8 +9,16 @@ from types import SimpleNamespace
 import pytest
 from streams_builders import event
 
-from swarmlog.kafka.records import (DEAD_LETTER_MARGIN, DEAD_LETTER_TOPIC, KEPT_KEY_BYTES, KEPT_REASON_CHARS,
-                                    NotAnInput, dead_letter_id, fitted, with_note)
+from swarmlog.kafka.records import (
+    DEAD_LETTER_MARGIN,
+    DEAD_LETTER_TOPIC,
+    KEPT_KEY_BYTES,
+    KEPT_REASON_CHARS,
+    NotAnInput,
+    dead_letter_id,
+    fitted,
+    with_note,
+)
 from swarmlog.schemas.codec import decode, default_codec, encode
 from swarmlog.streams.app.records import CONSUMER, Io
 
@@ -31,8 +39,9 @@ class Sent(Io):
 
 def record(value: bytes, key: bytes | None = b"agent-1", offset: int = 7, topic: str = HEARTBEATS) -> SimpleNamespace:
     """A consumed record as Faust gives it: its message holds the coordinates and the raw key and value."""
-    return SimpleNamespace(message=SimpleNamespace(topic=topic, partition=3, offset=offset, tp=(topic, 3), key=key,
-                                                   value=value))
+    return SimpleNamespace(
+        message=SimpleNamespace(topic=topic, partition=3, offset=offset, tp=(topic, 3), key=key, value=value)
+    )
 
 
 def taken(io: Sent, *records: SimpleNamespace) -> list:
@@ -78,11 +87,30 @@ def test_a_record_is_dead_lettered_once_though_read_again_and_another_record_is_
 
 def test_an_event_of_another_kind_is_not_an_input_and_says_what_the_topic_carries():
     io = Sent()
-    used = event("TokensUsed", 0, "e1", agent_id="a", generation_id="g", prompt_tokens=1, completion_tokens=1,
-                 mission_id=None, task_id=None)
+    used = event(
+        "TokensUsed",
+        0,
+        "e1",
+        agent_id="a",
+        generation_id="g",
+        prompt_tokens=1,
+        completion_tokens=1,
+        mission_id=None,
+        task_id=None,
+    )
     assert taken(io, record(encode(used), topic="swarm.waits")) == [None]
     letter = io.sent[0][2].data
     assert letter["error_type"] == NotAnInput.__name__ and "which carries WaitEnded, WaitStarted" in letter["reason"]
-    beat = event("AgentHeartbeat", 0, "h1", agent_id="a", registration_id="r", sequence=1, status="IDLE",
-                 in_flight_task=None, region="r1", slot=0)
+    beat = event(
+        "AgentHeartbeat",
+        0,
+        "h1",
+        agent_id="a",
+        registration_id="r",
+        sequence=1,
+        status="IDLE",
+        in_flight_task=None,
+        region="r1",
+        slot=0,
+    )
     assert taken(io, record(encode(beat), offset=9)) == [beat] and len(io.sent) == 1

@@ -13,14 +13,34 @@ from swarmlog.streams.registry import decide_liveness, evolve
 
 
 def registered(agent: str, at_ms: int, event_id: str) -> object:
-    return event("AgentRegistered", at_ms, event_id, agent_id=agent, capabilities=["code", "code", "review"],
-                 model="smollm2", brain="scripted", node="n1", gpu=0, region="r1", slot=3)
+    return event(
+        "AgentRegistered",
+        at_ms,
+        event_id,
+        agent_id=agent,
+        capabilities=["code", "code", "review"],
+        model="smollm2",
+        brain="scripted",
+        node="n1",
+        gpu=0,
+        region="r1",
+        slot=3,
+    )
 
 
 def heartbeat(agent: str, at_ms: int, sequence: int, status: str = "BUSY", registration: str = "r1") -> object:
-    return event("AgentHeartbeat", at_ms, f"hb-{agent}-{registration}-{sequence}-{at_ms}", agent_id=agent,
-                 registration_id=registration, sequence=sequence, status=status, in_flight_task="m/t/0/1",
-                 region="r1", slot=3)
+    return event(
+        "AgentHeartbeat",
+        at_ms,
+        f"hb-{agent}-{registration}-{sequence}-{at_ms}",
+        agent_id=agent,
+        registration_id=registration,
+        sequence=sequence,
+        status=status,
+        in_flight_task="m/t/0/1",
+        region="r1",
+        slot=3,
+    )
 
 
 def deregistered(agent: str, at_ms: int) -> object:
@@ -35,11 +55,16 @@ def live(events: list, now_ms: int) -> tuple[registry.Registry, list]:
 
 
 def test_heartbeats_then_silence_declare_one_death_after_the_timeout_and_never_again():
-    state = fold(evolve, registry.INITIAL, [registered("a", 0, "r1")] + [heartbeat("a", t, t // 1000) for t in range(1000, 4000, 1000)])
+    state = fold(
+        evolve,
+        registry.INITIAL,
+        [registered("a", 0, "r1")] + [heartbeat("a", t, t // 1000) for t in range(1000, 4000, 1000)],
+    )
     assert [decide_liveness(state, now) for now in range(3000, 8001, 500)] == [[]] * 11
     deaths = decide_liveness(state, 8001)
-    assert [(d.name, d.data["agent_id"], to_millis(d.data["last_heartbeat_at"]), d.data["timeout_ms"]) for d in deaths] == [
-        ("AgentDeclaredDead", "a", 3000, 5000)]
+    assert [
+        (d.name, d.data["agent_id"], to_millis(d.data["last_heartbeat_at"]), d.data["timeout_ms"]) for d in deaths
+    ] == [("AgentDeclaredDead", "a", 3000, 5000)]
     assert deaths[0].data["in_flight_task"] == "m/t/0/1" and deaths[0].data["producer"] == "streams"
     assert deaths[0].data["registration_id"] == "r1"
     after = fold(evolve, state, deaths)
@@ -59,7 +84,7 @@ def test_reregistration_revives_with_a_new_epoch_and_a_new_death_is_a_new_event(
 
 def test_a_death_decided_for_an_older_epoch_does_not_kill_the_newer_one():
     stale = decide_liveness(fold(evolve, registry.INITIAL, [registered("a", 0, "r1")]), 6000)
-    state = fold(evolve, registry.INITIAL, [registered("a", 0, "r1"), registered("a", 5500, "r2")] + stale)
+    state = fold(evolve, registry.INITIAL, [registered("a", 0, "r1"), registered("a", 5500, "r2"), *stale])
     assert state.agents["a"].alive
 
 
@@ -69,16 +94,22 @@ def test_a_redelivered_registration_does_not_revive_a_dead_agent():
 
 
 def test_out_of_order_heartbeats_never_move_the_last_heartbeat_back():
-    state = fold(evolve, registry.INITIAL, [registered("a", 0, "r1"), heartbeat("a", 4000, 4, "IDLE"),
-                                            heartbeat("a", 2000, 2, "BUSY")])
+    state = fold(
+        evolve,
+        registry.INITIAL,
+        [registered("a", 0, "r1"), heartbeat("a", 4000, 4, "IDLE"), heartbeat("a", 2000, 2, "BUSY")],
+    )
     view = state.agents["a"]
     assert (view.last_heartbeat_ms, view.last_sequence, view.status) == (4000, 4, "IDLE")
     assert view.capabilities == ("code", "review")
 
 
 def test_heartbeats_of_a_previous_run_are_ignored_even_when_they_come_later():
-    state = fold(evolve, registry.INITIAL, [registered("a", 0, "r1"), registered("a", 5000, "r2"),
-                                            heartbeat("a", 9000, 9, registration="r1")])
+    state = fold(
+        evolve,
+        registry.INITIAL,
+        [registered("a", 0, "r1"), registered("a", 5000, "r2"), heartbeat("a", 9000, 9, registration="r1")],
+    )
     view = state.agents["a"]
     assert (view.registration_id, view.last_heartbeat_ms, view.last_sequence) == ("r2", 5000, -1)
     assert [d.data["registration_id"] for d in decide_liveness(state, 10_001)] == ["r2"]
@@ -112,7 +143,7 @@ def runs(draw):
             new = [registered(agent, now, f"reg-{step}")]
             runs_of.setdefault(agent, []).append(f"reg-{step}")
         elif kind == "heartbeat":
-            run = draw(st.sampled_from(runs_of.get(agent, []) + ["reg-unknown"]))
+            run = draw(st.sampled_from([*runs_of.get(agent, []), "reg-unknown"]))
             new = [heartbeat(agent, now - draw(st.integers(0, 1500)), step, registration=run)]
         elif kind == "deregister":
             new = [deregistered(agent, now)]

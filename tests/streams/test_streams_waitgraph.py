@@ -16,13 +16,28 @@ RETENTION = waitgraph.DEFAULT_RETENTION_MS
 
 
 def started(wait_id: str, waiter: str, waits_for: str, at_ms: int = 0) -> object:
-    return event("WaitStarted", at_ms, f"start-{wait_id}", wait_id=wait_id, waiter_agent_id=waiter,
-                 waits_for_agent_id=waits_for, mission_id="m1", task_id=None)
+    return event(
+        "WaitStarted",
+        at_ms,
+        f"start-{wait_id}",
+        wait_id=wait_id,
+        waiter_agent_id=waiter,
+        waits_for_agent_id=waits_for,
+        mission_id="m1",
+        task_id=None,
+    )
 
 
 def ended(wait_id: str, waiter: str, waits_for: str, at_ms: int = 0) -> object:
-    return event("WaitEnded", at_ms, f"end-{wait_id}", wait_id=wait_id, waiter_agent_id=waiter,
-                 waits_for_agent_id=waits_for, outcome="ABORTED")
+    return event(
+        "WaitEnded",
+        at_ms,
+        f"end-{wait_id}",
+        wait_id=wait_id,
+        waiter_agent_id=waiter,
+        waits_for_agent_id=waits_for,
+        outcome="ABORTED",
+    )
 
 
 def detect(state: waitgraph.WaitGraph, inputs: list) -> tuple[waitgraph.WaitGraph, list]:
@@ -40,14 +55,17 @@ def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_wait_order():
     ring = [started("w1", "b", "c"), started("w2", "c", "a"), started("w3", "a", "b", at_ms=7)]
     state, alerts = detect(waitgraph.INITIAL, ring)
     assert [(a.name, a.data["cycle"], a.data["wait_ids"]) for a in alerts] == [
-        ("DeadlockDetected", ["a", "b", "c"], ["w3", "w1", "w2"])]
+        ("DeadlockDetected", ["a", "b", "c"], ["w3", "w1", "w2"])
+    ]
     assert [to_millis(at) for at in alerts[0].data["waits_started_at"]] == [7, 0, 0]
     assert alerts[0].data["causation_id"] == "start-w3" and alerts[0].occurred_at_ms == 7
     assert detect(state, ring)[1] == []
 
 
 def test_breaking_one_edge_and_reforming_it_is_a_new_deadlock():
-    state, first = detect(waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "c"), started("w3", "c", "a")])
+    state, first = detect(
+        waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "c"), started("w3", "c", "a")]
+    )
     state, again = detect(state, [ended("w2", "b", "c"), started("w2", "b", "c"), started("w4", "b", "c")])
     assert [a.data["wait_ids"] for a in again] == [["w1", "w4", "w3"]]
     assert again[0].event_id != first[0].event_id
@@ -61,13 +79,17 @@ def test_a_wait_on_oneself_is_a_deadlock_and_a_redelivered_start_after_its_end_a
 
 
 def test_a_deadlock_folded_after_one_of_its_waits_ended_is_not_remembered():
-    state, alerts = detect(waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "a")])
-    late = fold(evolve, waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "a"), ended("w1", "a", "b")] + alerts)
+    _state, alerts = detect(waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "a")])
+    late = fold(
+        evolve, waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "a"), ended("w1", "a", "b"), *alerts]
+    )
     assert late.reported == frozenset()
 
 
 def test_ended_waits_are_forgotten_after_the_retention():
-    state = fold(evolve, waitgraph.INITIAL, [ended("w1", "a", "b", 0), ended("w2", "a", "b", waitgraph.DEFAULT_RETENTION_MS + 1)])
+    state = fold(
+        evolve, waitgraph.INITIAL, [ended("w1", "a", "b", 0), ended("w2", "a", "b", waitgraph.DEFAULT_RETENTION_MS + 1)]
+    )
     assert set(state.ended) == {"w2"}
 
 
@@ -83,9 +105,9 @@ def brute_force_cycles(edges: list[tuple[int, int]]) -> set[Cycle]:
             if f"a{waiter}" != path[-1]:
                 continue
             if f"a{waits_for}" == path[0]:
-                found.add(canonical(path, waits + [f"w{index}"]))
+                found.add(canonical(path, [*waits, f"w{index}"]))
             elif f"a{waits_for}" not in path:
-                extend(path + [f"a{waits_for}"], waits + [f"w{index}"])
+                extend([*path, f"a{waits_for}"], [*waits, f"w{index}"])
 
     for agent in {waiter for waiter, _ in edges}:
         extend([f"a{agent}"], [])
@@ -125,7 +147,7 @@ def runs(draw):
         else:
             continue
         state, alerts = detect(state, [new])
-        log += [new] + alerts
+        log += [new, *alerts]
         decided += alerts
     return log, decided
 

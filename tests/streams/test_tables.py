@@ -13,6 +13,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from faust.serializers import codecs
 from kafka_topics import create_topic
+from streams_builders import event
 
 from swarmlog.replay.components import COMPONENTS
 from swarmlog.replay.diff import against_live, diff_table
@@ -25,8 +26,6 @@ from swarmlog.streams.budgets import AgentUsage
 from swarmlog.streams.persistent import PSet
 from swarmlog.streams.registry import AgentView
 from swarmlog.streams.waitgraph import Wait
-
-from streams_builders import event
 
 ROWS = [
     AgentView("a", ("code", "review"), "m", "b", "n", None, "region-0", 3, 2, "reg", 5, 9, 4, "BUSY", "m/t/0/1"),
@@ -60,7 +59,7 @@ def test_a_fold_record_round_trips_and_reads_what_fausts_pickle_codec_wrote(row)
 
 def test_a_value_that_would_run_code_is_refused_before_it_runs(tmp_path: Path):
     planted = tmp_path / "ran"
-    with pytest.raises(ValueError, match="posix.system is not a fold record"):
+    with pytest.raises(ValueError, match=r"posix.system is not a fold record"):
         load_value(hostile(planted))
     assert not planted.exists()
 
@@ -72,23 +71,44 @@ def test_garbage_is_a_value_error(raw: bytes):
 
 
 def test_diff_and_verify_report_hostile_and_garbage_changelog_rows_and_compare_the_rest(
-        settings: Settings, tmp_path: Path):
+    settings: Settings, tmp_path: Path
+):
     app_id, agent_id, planted = f"tables-{uuid.uuid4().hex[:8]}", f"agent-{uuid.uuid4().hex[:8]}", tmp_path / "ran"
-    registered = event("AgentRegistered", 1_000, f"reg-{agent_id}", agent_id=agent_id, capabilities=["code"],
-                       model="m", brain="scripted", node="n", gpu=None, region="region-0", slot=0)
+    registered = event(
+        "AgentRegistered",
+        1_000,
+        f"reg-{agent_id}",
+        agent_id=agent_id,
+        capabilities=["code"],
+        model="m",
+        brain="scripted",
+        node="n",
+        gpu=None,
+        region="region-0",
+        slot=0,
+    )
     view = registry.evolve_agent(None, registered)
-    sent = asyncio.run(_produce(settings, f"{app_id}-registry-changelog", [
-        (agent_id, codecs.dumps(CODEC, view)), ("hostile", hostile(planted)), ("garbage", b"\x00\x01")],
-        registered))
+    sent = asyncio.run(
+        _produce(
+            settings,
+            f"{app_id}-registry-changelog",
+            [(agent_id, codecs.dumps(CODEC, view)), ("hostile", hostile(planted)), ("garbage", b"\x00\x01")],
+            registered,
+        )
+    )
     compared = asyncio.run(diff_table(settings, "registry", app_id))
     assert not planted.exists()
     bad = {(p.topic, p.partition, p.offset) for p in compared.live_problems if "not a table row" in p.reason}
     assert bad == {(f"{app_id}-registry-changelog", 0, sent[1]), (f"{app_id}-registry-changelog", 0, sent[2])}
     assert not [d for d in compared.differences if agent_id in d.key], "the readable row matched its rebuild"
-    [registry_check, budgets_check] = asyncio.run(against_live(
-        settings, [(COMPONENTS["registry"], None), (COMPONENTS["budgets"], None)], tmp_path, app_id))
+    [registry_check, budgets_check] = asyncio.run(
+        against_live(settings, [(COMPONENTS["registry"], None), (COMPONENTS["budgets"], None)], tmp_path, app_id)
+    )
     assert (registry_check.live, registry_check.unreadable, registry_check.equal) == (
-        f"changelog {app_id}-registry-changelog", 2, False)
+        f"changelog {app_id}-registry-changelog",
+        2,
+        False,
+    )
     assert budgets_check.live is None and budgets_check.equal, "no budgets table: nothing to compare, said"
     assert f"no changelog topic {app_id}-budgets-changelog" in budgets_check.note
 
@@ -99,9 +119,12 @@ async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, byt
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:
-        await producer.send_and_wait("swarm.agents.registry", encode(registered),
-                                     key=registered.data["agent_id"].encode())
-        return [(await producer.send_and_wait(changelog, value, key=codecs.dumps("json", key), partition=0)).offset
-                for key, value in rows]
+        await producer.send_and_wait(
+            "swarm.agents.registry", encode(registered), key=registered.data["agent_id"].encode()
+        )
+        return [
+            (await producer.send_and_wait(changelog, value, key=codecs.dumps("json", key), partition=0)).offset
+            for key, value in rows
+        ]
     finally:
         await producer.stop()

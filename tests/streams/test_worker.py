@@ -8,7 +8,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import redis
@@ -26,8 +26,15 @@ TIMER_SLACK_MS = 3000  # how late a timer's decision may come here; the latency 
 @pytest.fixture(scope="module")
 def worker(broker, redis_url, tmp_path_factory) -> Iterator[Worker]:
     """A running worker with a short liveness timeout and budget window; killed if a test left it running."""
-    with running_worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
-                        liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS) as started:
+    with running_worker(
+        broker.bootstrap,
+        broker.kind,
+        redis_url,
+        tmp_path_factory.mktemp("streams") / "data",
+        liveness_timeout_ms=TIMEOUT_MS,
+        budget_tokens=BUDGET,
+        budget_window_ms=WINDOW_MS,
+    ) as started:
         yield started
 
 
@@ -57,12 +64,17 @@ def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(w
     beats: dict[str, list[tuple[Event, int]]] = {agent: [] for agent in runs}  # (heartbeat, wall ms of its ack)
     for sequence in range(3):
         for agent, run in runs.items():
-            beats[agent].append(client.send_now("swarm.agents.heartbeats", agent,
-                                                functools.partial(heartbeat, agent, run, sequence)))
+            beats[agent].append(
+                client.send_now("swarm.agents.heartbeats", agent, functools.partial(heartbeat, agent, run, sequence))
+            )
         time.sleep(0.3)
     client.send("swarm.agents.registry", leaving, now_event("AgentDeregistered", agent_id=leaving, reason="done"))
-    deaths = client.read("swarm.agents.registry", lambda e: e.name == "AgentDeclaredDead" and of(quiet, leaving)(e),
-                         until=lambda found: False, timeout_s=TIMEOUT_MS / 1000 + 4)
+    deaths = client.read(
+        "swarm.agents.registry",
+        lambda e: e.name == "AgentDeclaredDead" and of(quiet, leaving)(e),
+        until=lambda found: False,
+        timeout_s=TIMEOUT_MS / 1000 + 4,
+    )
     assert [(d.data["agent_id"], d.data["registration_id"]) for d in deaths] == [(quiet, runs[quiet].event_id)]
     died_ms = deaths[0].occurred_at_ms
     # Never while the log held a heartbeat younger than the timeout: every one acknowledged before the decision counts.
@@ -76,8 +88,10 @@ def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(w
 def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_order(worker, client):
     a, b, c = ids("a", "b", "c")
     ring = [("w1", b, c), ("w2", c, a), ("w3", a, b)]
-    waits = {wait: now_event("WaitStarted", wait_id=f"{wait}-{a}", waiter_agent_id=waiter, waits_for_agent_id=target)
-             for wait, waiter, target in ring}
+    waits = {
+        wait: now_event("WaitStarted", wait_id=f"{wait}-{a}", waiter_agent_id=waiter, waits_for_agent_id=target)
+        for wait, waiter, target in ring
+    }
     for wait, waiter, _ in ring:
         client.send("swarm.waits", waiter, waits[wait])
     found = client.read("swarm.alerts", lambda e: a in e.data.get("cycle", ()), until=bool, timeout_s=10)
@@ -96,8 +110,11 @@ def test_usage_over_the_budget_throttles_then_restores_at_the_window_boundary(wo
     (agent,) = ids("spender")
     window_end = _wait_for_fresh_window()
     for n in range(2):
-        client.send("swarm.usage", agent, now_event("TokensUsed", agent_id=agent, generation_id=f"g{n}",
-                                                      prompt_tokens=400, completion_tokens=200))
+        client.send(
+            "swarm.usage",
+            agent,
+            now_event("TokensUsed", agent_id=agent, generation_id=f"g{n}", prompt_tokens=400, completion_tokens=200),
+        )
     found = client.read("swarm.control", of(agent), until=lambda e: len(e) >= 2, timeout_s=WINDOW_MS / 1000 + 5)
     assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
     exceeded, restored = found
@@ -109,8 +126,12 @@ def test_usage_over_the_budget_throttles_then_restores_at_the_window_boundary(wo
 def test_a_garbage_record_becomes_a_dead_letter_and_processing_goes_on(worker, client):
     (agent,) = ids("garbled")
     garbage = b"not avro " + agent.encode()
-    client.send("swarm.usage", agent, garbage, now_event("TokensUsed", agent_id=agent, generation_id="g",
-                                                         prompt_tokens=BUDGET + 1, completion_tokens=0))
+    client.send(
+        "swarm.usage",
+        agent,
+        garbage,
+        now_event("TokensUsed", agent_id=agent, generation_id="g", prompt_tokens=BUDGET + 1, completion_tokens=0),
+    )
     letters = client.read("swarm.deadletter", lambda e: e.data["payload"] == garbage, until=bool, timeout_s=10)
     assert [(l.data["origin_topic"], l.data["error_type"]) for l in letters] == [("swarm.usage", "DecodeError")]
     throttled = client.read("swarm.control", of(agent), until=bool, timeout_s=10)
@@ -119,8 +140,17 @@ def test_a_garbage_record_becomes_a_dead_letter_and_processing_goes_on(worker, c
 
 def test_an_experience_is_projected_to_redis_with_its_expiry(worker, client, redis_url):
     (agent,) = ids("learner")
-    experience = now_event("ExperienceRecorded", experience_id=agent, agent_id=agent, node="n1", kind="insight",
-                           content="tests first", embedding=[0.5], ttl_s=600, mission_id=None)
+    experience = now_event(
+        "ExperienceRecorded",
+        experience_id=agent,
+        agent_id=agent,
+        node="n1",
+        kind="insight",
+        content="tests first",
+        embedding=[0.5],
+        ttl_s=600,
+        mission_id=None,
+    )
     client.send("swarm.memory.experiences", agent, experience)
     store = redis.Redis.from_url(redis_url)
     deadline = time.monotonic() + 10
@@ -155,7 +185,7 @@ def _one(views: dict, agent: str) -> Registry:
 
 def _wait_for_fresh_window() -> int:
     """Sleep until a budget window has just begun (so two usages land in it); its end in ms."""
-    now_ms = int(datetime.now(timezone.utc).timestamp() * 1000)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
     start = now_ms - now_ms % WINDOW_MS
     if now_ms - start > WINDOW_MS / 4:
         time.sleep((start + WINDOW_MS - now_ms) / 1000 + 0.05)

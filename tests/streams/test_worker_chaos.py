@@ -30,8 +30,20 @@ TIMEOUT_MS, BUDGET, WINDOW_MS = 2000, 1000, 4000
 def traffic(run: str) -> list[tuple[str, str, Event]]:
     """EVENTS events in order: registrations, then heartbeats of every agent interleaved with rings of waits and usage."""
     agents = [f"chaos-{run}-{index}" for index in range(AGENTS)]
-    registrations = {a: now_event("AgentRegistered", agent_id=a, capabilities=["code"], model="m", brain="scripted",
-                                  node="n1", gpu=None, region="r1", slot=0) for a in agents}
+    registrations = {
+        a: now_event(
+            "AgentRegistered",
+            agent_id=a,
+            capabilities=["code"],
+            model="m",
+            brain="scripted",
+            node="n1",
+            gpu=None,
+            region="r1",
+            slot=0,
+        )
+        for a in agents
+    }
     flow: list[tuple[str, str, Event]] = [("swarm.agents.registry", a, e) for a, e in registrations.items()]
     specials = [("swarm.waits", agents[3 * r + i], (r, i)) for r in range(RINGS) for i in range(3)]
     specials += [("swarm.usage", agents[s], s) for s in range(SPENDERS)]
@@ -51,35 +63,60 @@ def _special(run: str, agents: list[str], topic: str, what) -> Event:  # type: i
     """A wait of a ring (ring r is agents 3r, 3r+1, 3r+2; each waits for the next) or a usage over the budget."""
     if topic == "swarm.waits":
         ring, member = what
-        return now_event("WaitStarted", wait_id=f"w-{run}-{ring}-{member}", waiter_agent_id=agents[3 * ring + member],
-                         waits_for_agent_id=agents[3 * ring + (member + 1) % 3])
-    return now_event("TokensUsed", agent_id=agents[what], generation_id=f"g-{run}-{what}",
-                     prompt_tokens=BUDGET, completion_tokens=200)
+        return now_event(
+            "WaitStarted",
+            wait_id=f"w-{run}-{ring}-{member}",
+            waiter_agent_id=agents[3 * ring + member],
+            waits_for_agent_id=agents[3 * ring + (member + 1) % 3],
+        )
+    return now_event(
+        "TokensUsed",
+        agent_id=agents[what],
+        generation_id=f"g-{run}-{what}",
+        prompt_tokens=BUDGET,
+        completion_tokens=200,
+    )
 
 
 def stamped(item) -> Event:  # type: ignore[no-untyped-def]
     """The event to send now (heartbeats are stamped when sent, so liveness sees a live agent)."""
     if isinstance(item, tuple):
         _, agent, registration, sequence = item
-        return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration, sequence=sequence,
-                         status="IDLE", in_flight_task=None, region="r1", slot=0)
+        return now_event(
+            "AgentHeartbeat",
+            agent_id=agent,
+            registration_id=registration,
+            sequence=sequence,
+            status="IDLE",
+            in_flight_task=None,
+            region="r1",
+            slot=0,
+        )
     return item
 
 
 async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every_alert_once(
-        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("SWARMLOG_STREAMS_BUDGET_WINDOW_MS", str(WINDOW_MS))  # replay folds with the worker's window
     run, kills = uuid.uuid4().hex[:6], KILLS.get(settings.broker, 5)
     chaos = random.Random()
-    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "data",
-                    liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS)
+    worker = Worker(
+        settings.bootstrap,
+        settings.broker,
+        settings.redis_url,
+        tmp_path / "data",
+        liveness_timeout_ms=TIMEOUT_MS,
+        budget_tokens=BUDGET,
+        budget_window_ms=WINDOW_MS,
+    )
     client = Client(settings.bootstrap)
     flow = traffic(run)
     chunk = len(flow) // (kills + 1) + 1
     await asyncio.to_thread(worker.start)
     try:
         for start in range(0, len(flow), chunk):
-            for topic, key, item in flow[start:start + chunk]:
+            for topic, key, item in flow[start : start + chunk]:
                 await asyncio.to_thread(client.send, topic, key, stamped(item))
             if start + chunk < len(flow):
                 await asyncio.sleep(chaos.uniform(0, 1.0))
@@ -102,13 +139,18 @@ async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every
 
 async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def]
     """Deaths per agent, deadlocks per ring, throttles and restores per window: once all are there (or a minute on)."""
-    ours = lambda event: run in str(event.data.get("agent_id", "")) or any(run in a for a in event.data.get("cycle", ()))  # noqa: E731
+    ours = lambda event: (
+        run in str(event.data.get("agent_id", "")) or any(run in a for a in event.data.get("cycle", ()))
+    )
     deadline = time.monotonic() + TIMEOUT_MS / 1000 + 60
     while True:
-        found = {topic: {e.event_id: e for e in await asyncio.to_thread(client.read, topic, ours, lambda _: False, 2)}
-                 for topic in ("swarm.agents.registry", "swarm.alerts", "swarm.control")}
-        deaths = Counter(e.data["agent_id"] for e in found["swarm.agents.registry"].values()
-                         if e.name == "AgentDeclaredDead")
+        found = {
+            topic: {e.event_id: e for e in await asyncio.to_thread(client.read, topic, ours, lambda _: False, 2)}
+            for topic in ("swarm.agents.registry", "swarm.alerts", "swarm.control")
+        }
+        deaths = Counter(
+            e.data["agent_id"] for e in found["swarm.agents.registry"].values() if e.name == "AgentDeclaredDead"
+        )
         deadlocks = Counter(frozenset(e.data["wait_ids"]) for e in found["swarm.alerts"].values())
         control = found["swarm.control"].values()
         exceeded = Counter((e.data["agent_id"], e.data["window_end"]) for e in control if e.name == "BudgetExceeded")
@@ -120,8 +162,9 @@ async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def
 
 def test_a_worker_on_an_empty_data_dir_restores_its_tables_from_the_changelogs(settings: Settings, tmp_path: Path):
     run = uuid.uuid4().hex[:6]
-    first = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "first",
-                   liveness_timeout_ms=600_000)
+    first = Worker(
+        settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "first", liveness_timeout_ms=600_000
+    )
     client = Client(settings.bootstrap)
     first.start()
     try:
@@ -131,8 +174,9 @@ def test_a_worker_on_an_empty_data_dir_restores_its_tables_from_the_changelogs(s
     finally:
         assert first.stop(signal.SIGTERM) == 0
     written = {agent: view for agent, view in first.table("registry").items() if run in agent}
-    second = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "second",
-                    liveness_timeout_ms=600_000)
+    second = Worker(
+        settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "second", liveness_timeout_ms=600_000
+    )
     second.app_id = first.app_id  # the same application on a new machine: nothing local, everything in changelogs
     second.env["SWARMLOG_STREAMS_APP_ID"] = first.app_id
     second.start()

@@ -8,7 +8,7 @@ import asyncio
 import itertools
 import signal
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,13 +36,15 @@ def sharing_a_partition(settings: Settings, run: str, names: tuple[str, ...]) ->
         return DefaultPartitioner()(agent.encode(), partitions, partitions)
 
     first = f"{names[0]}-{run}"
-    return [first] + [next(agent for n in itertools.count() if partition_of(agent := f"{name}-{run}-{n}") ==
-                           partition_of(first)) for name in names[1:]]
+    return [first] + [
+        next(agent for n in itertools.count() if partition_of(agent := f"{name}-{run}-{n}") == partition_of(first))
+        for name in names[1:]
+    ]
 
 
 def long_ago(event: Event, by: timedelta = LONG_AGO) -> Event:
     """The event as if it had happened `by` ago (event time is what expiry counts)."""
-    return Event(event.name, {**event.data, "occurred_at": datetime.now(timezone.utc) - by})
+    return Event(event.name, {**event.data, "occurred_at": datetime.now(UTC) - by})
 
 
 async def changelog_history(settings: Settings, app_id: str, table: str, keys: set[str]) -> dict[str, list[bool]]:
@@ -55,9 +57,9 @@ async def changelog_history(settings: Settings, app_id: str, table: str, keys: s
     return history
 
 
-def test_expired_rows_leave_the_table_and_its_changelog_and_the_tables_stay_the_replay(settings: Settings,
-                                                                                    tmp_path: Path,
-                                                                                    monkeypatch: pytest.MonkeyPatch):
+def test_expired_rows_leave_the_table_and_its_changelog_and_the_tables_stay_the_replay(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("SWARMLOG_STREAMS_BUDGET_WINDOW_MS", "60000")  # replay folds with the worker's window
     run = uuid.uuid4().hex[:6]
     gone, newcomer, spent, spender = sharing_a_partition(settings, run, ("gone", "newcomer", "spent", "spender"))
@@ -66,20 +68,51 @@ def test_expired_rows_leave_the_table_and_its_changelog_and_the_tables_stay_the_
     first = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "first", **knobs)
     first.start()
     try:
-        client.send(REGISTRY, gone, long_ago(registered(gone)),
-                    long_ago(now_event("AgentDeregistered", agent_id=gone, reason="shutdown")))
-        client.send(USAGE, spent, long_ago(now_event("TokensUsed", agent_id=spent, generation_id=f"g-{run}",
-                                                     prompt_tokens=10, completion_tokens=5, mission_id=None,
-                                                     task_id=None)))
+        client.send(
+            REGISTRY,
+            gone,
+            long_ago(registered(gone)),
+            long_ago(now_event("AgentDeregistered", agent_id=gone, reason="shutdown")),
+        )
+        client.send(
+            USAGE,
+            spent,
+            long_ago(
+                now_event(
+                    "TokensUsed",
+                    agent_id=spent,
+                    generation_id=f"g-{run}",
+                    prompt_tokens=10,
+                    completion_tokens=5,
+                    mission_id=None,
+                    task_id=None,
+                )
+            ),
+        )
         client.send(REGISTRY, newcomer, registered(newcomer))
-        client.send(USAGE, spender, now_event("TokensUsed", agent_id=spender, generation_id=f"g2-{run}",
-                                              prompt_tokens=10, completion_tokens=5, mission_id=None, task_id=None))
+        client.send(
+            USAGE,
+            spender,
+            now_event(
+                "TokensUsed",
+                agent_id=spender,
+                generation_id=f"g2-{run}",
+                prompt_tokens=10,
+                completion_tokens=5,
+                mission_id=None,
+                task_id=None,
+            ),
+        )
         asyncio.run(tables_settled(settings, first.app_id, run, ("registry", "budgets")))
         assert not asyncio.run(table_differences(settings, first.app_id, run, ("registry", "budgets")))
-        live = {table: asyncio.run(read_table(settings, f"{first.app_id}-{table}-changelog", first.app_id))[0]
-                for table in ("registry", "budgets")}
-        history = {table: asyncio.run(changelog_history(settings, first.app_id, table, keys))
-                   for table, keys in (("registry", {gone, newcomer}), ("budgets", {spent, spender}))}
+        live = {
+            table: asyncio.run(read_table(settings, f"{first.app_id}-{table}-changelog", first.app_id))[0]
+            for table in ("registry", "budgets")
+        }
+        history = {
+            table: asyncio.run(changelog_history(settings, first.app_id, table, keys))
+            for table, keys in (("registry", {gone, newcomer}), ("budgets", {spent, spender}))
+        }
     finally:
         assert first.stop(signal.SIGTERM) == 0
     assert newcomer in live["registry"] and gone not in live["registry"]

@@ -13,8 +13,18 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from worker_harness import (LARGE_BYTES, Client, Coordinates, Worker, garbage, heartbeat, large_records_taken,
-                            now_event, registered, running_worker)
+from worker_harness import (
+    LARGE_BYTES,
+    Client,
+    Coordinates,
+    Worker,
+    garbage,
+    heartbeat,
+    large_records_taken,
+    now_event,
+    registered,
+    running_worker,
+)
 
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
@@ -33,10 +43,19 @@ INPUTS = (REGISTRY, HEARTBEATS, WAITS, USAGE, CONTROL, EXPERIENCES)
 @pytest.fixture(scope="module")
 def worker(broker, settings, redis_url, tmp_path_factory) -> Iterator[Worker]:
     """A running worker as test_worker.py's, on inputs that take the 2 MB garbage record."""
-    with large_records_taken(settings, INPUTS):
-        with running_worker(broker.bootstrap, broker.kind, redis_url, tmp_path_factory.mktemp("streams") / "data",
-                            liveness_timeout_ms=TIMEOUT_MS, budget_tokens=BUDGET, budget_window_ms=WINDOW_MS) as started:
-            yield started
+    with (
+        large_records_taken(settings, INPUTS),
+        running_worker(
+            broker.bootstrap,
+            broker.kind,
+            redis_url,
+            tmp_path_factory.mktemp("streams") / "data",
+            liveness_timeout_ms=TIMEOUT_MS,
+            budget_tokens=BUDGET,
+            budget_window_ms=WINDOW_MS,
+        ) as started,
+    ):
+        yield started
 
 
 @pytest.fixture
@@ -59,12 +78,14 @@ def send_garbage(client: Client, topic: str, key: str, real: Event, wrong: Event
     return dict(zip(client.send_records(topic, key, kinds.values()), kinds, strict=True))
 
 
-def assert_dead_lettered_once(client: Client, worker: Worker, garbage_at: dict[Coordinates, str],
-                              duplicates_at: list[Coordinates]) -> None:
+def assert_dead_lettered_once(
+    client: Client, worker: Worker, garbage_at: dict[Coordinates, str], duplicates_at: list[Coordinates]
+) -> None:
     """Each garbage record has exactly one dead letter saying why, and a WARNING line; no duplicate has one."""
     watched = set(garbage_at) | set(duplicates_at)
-    client.read(DEADLETTER, lambda e: origin(e) in watched, until=lambda found: len(found) >= len(garbage_at),
-                timeout_s=15)
+    client.read(
+        DEADLETTER, lambda e: origin(e) in watched, until=lambda found: len(found) >= len(garbage_at), timeout_s=15
+    )
     letters = client.read(DEADLETTER, lambda e: origin(e) in watched, until=lambda _: False, timeout_s=2)
     assert Counter(origin(letter) for letter in letters) == dict.fromkeys(garbage_at, 1)
     for letter in letters:
@@ -93,8 +114,12 @@ def test_a_silent_agent_is_declared_dead_although_garbage_followed_its_last_hear
     usage = now_event("TokensUsed", agent_id=agent, generation_id="g", prompt_tokens=1, completion_tokens=1)
     garbage_at = send_garbage(client, HEARTBEATS, agent, beats[-1], usage)
     garbage_at |= send_garbage(client, REGISTRY, agent, run, usage)
-    deaths = client.read(REGISTRY, lambda e: e.name == "AgentDeclaredDead" and e.data["agent_id"] == agent,
-                         until=bool, timeout_s=(TIMEOUT_MS + TIMER_SLACK_MS) / 1000 + 5)
+    deaths = client.read(
+        REGISTRY,
+        lambda e: e.name == "AgentDeclaredDead" and e.data["agent_id"] == agent,
+        until=bool,
+        timeout_s=(TIMEOUT_MS + TIMER_SLACK_MS) / 1000 + 5,
+    )
     assert [death.data["registration_id"] for death in deaths] == [run.event_id], "declared dead, once"
     assert deaths[0].occurred_at_ms - beats[-1].occurred_at_ms - TIMEOUT_MS <= TIMER_SLACK_MS
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
@@ -103,11 +128,17 @@ def test_a_silent_agent_is_declared_dead_although_garbage_followed_its_last_hear
 def test_a_ring_of_waits_is_a_deadlock_although_garbage_came_first(worker, client):
     a, b, c = ids("a", "b", "c")
     ring = [("w1", b, c), ("w2", c, a), ("w3", a, b)]
-    waits = {wait: now_event("WaitStarted", wait_id=f"{wait}-{a}", waiter_agent_id=waiter, waits_for_agent_id=target)
-             for wait, waiter, target in ring}
+    waits = {
+        wait: now_event("WaitStarted", wait_id=f"{wait}-{a}", waiter_agent_id=waiter, waits_for_agent_id=target)
+        for wait, waiter, target in ring
+    }
     # A deadlock report on the waits topic, naming the ring before it closes, would hide the real one.
-    report = now_event("DeadlockDetected", cycle=[a, b, c], wait_ids=[f"w3-{a}", f"w1-{a}", f"w2-{a}"],
-                       waits_started_at=[from_millis(waits[w].occurred_at_ms) for w in ("w3", "w1", "w2")])
+    report = now_event(
+        "DeadlockDetected",
+        cycle=[a, b, c],
+        wait_ids=[f"w3-{a}", f"w1-{a}", f"w2-{a}"],
+        waits_started_at=[from_millis(waits[w].occurred_at_ms) for w in ("w3", "w1", "w2")],
+    )
     garbage_at = send_garbage(client, WAITS, a, waits["w3"], report)
     client.send(WAITS, b, waits["w1"])
     duplicates = client.send_records(WAITS, b, [encode(waits["w1"])])
@@ -130,8 +161,12 @@ def test_a_throttle_ends_at_its_window_although_garbage_came_after_it(worker, cl
     early = now_event("BudgetRestored", agent_id=agent, window_start=from_millis(window_end))
     garbage_at = send_garbage(client, USAGE, agent, usage, early)
     garbage_at |= send_garbage(client, CONTROL, agent, exceeded, usage)
-    found = client.read(CONTROL, lambda e: e.name.startswith("Budget") and e.data["agent_id"] == agent,
-                        until=lambda e: len(e) >= 2, timeout_s=WINDOW_MS / 1000 + TIMER_SLACK_MS / 1000 + 2)
+    found = client.read(
+        CONTROL,
+        lambda e: e.name.startswith("Budget") and e.data["agent_id"] == agent,
+        until=lambda e: len(e) >= 2,
+        timeout_s=WINDOW_MS / 1000 + TIMER_SLACK_MS / 1000 + 2,
+    )
     assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
     assert window_end <= found[1].occurred_at_ms <= window_end + TIMER_SLACK_MS
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
@@ -139,8 +174,17 @@ def test_a_throttle_ends_at_its_window_although_garbage_came_after_it(worker, cl
 
 def test_an_experience_is_projected_although_garbage_came_first(worker, client, redis_url):
     (agent,) = ids("learner")
-    experience = now_event("ExperienceRecorded", experience_id=agent, agent_id=agent, node="n1", kind="insight",
-                           content="garbage in, nothing out", embedding=[0.5], ttl_s=600, mission_id=None)
+    experience = now_event(
+        "ExperienceRecorded",
+        experience_id=agent,
+        agent_id=agent,
+        node="n1",
+        kind="insight",
+        content="garbage in, nothing out",
+        embedding=[0.5],
+        ttl_s=600,
+        mission_id=None,
+    )
     usage = now_event("TokensUsed", agent_id=agent, generation_id="g", prompt_tokens=1, completion_tokens=1)
     garbage_at = send_garbage(client, EXPERIENCES, agent, experience, usage)
     duplicates = client.send_records(EXPERIENCES, agent, [encode(experience)] * 2)

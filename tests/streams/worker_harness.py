@@ -13,7 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +41,43 @@ Coordinates = tuple[str, int, int]
 
 def now_event(name: str, **fields: Any) -> Event:
     """An event occurring now with a fresh id, as an agent writes it."""
-    envelope = {"event_id": uuid.uuid4().hex, "occurred_at": datetime.now(timezone.utc), "correlation_id": None,
-                "causation_id": None, "producer": "test"}
+    envelope = {
+        "event_id": uuid.uuid4().hex,
+        "occurred_at": datetime.now(UTC),
+        "correlation_id": None,
+        "causation_id": None,
+        "producer": "test",
+    }
     return Event(name, {**envelope, **fields})
 
 
 def registered(agent: str) -> Event:
     """An agent's registration, now."""
-    return now_event("AgentRegistered", agent_id=agent, capabilities=["code"], model="smollm2", brain="scripted",
-                     node="n1", gpu=None, region="r1", slot=0)
+    return now_event(
+        "AgentRegistered",
+        agent_id=agent,
+        capabilities=["code"],
+        model="smollm2",
+        brain="scripted",
+        node="n1",
+        gpu=None,
+        region="r1",
+        slot=0,
+    )
 
 
 def heartbeat(agent: str, registration: Event, sequence: int) -> Event:
     """A heartbeat of the agent's run `registration`, now."""
-    return now_event("AgentHeartbeat", agent_id=agent, registration_id=registration.event_id, sequence=sequence,
-                     status="IDLE", in_flight_task=None, region="r1", slot=0)
+    return now_event(
+        "AgentHeartbeat",
+        agent_id=agent,
+        registration_id=registration.event_id,
+        sequence=sequence,
+        status="IDLE",
+        in_flight_task=None,
+        region="r1",
+        slot=0,
+    )
 
 
 class Worker:
@@ -65,9 +87,14 @@ class Worker:
         self.data_dir = data_dir
         self.app_id = f"streams-{uuid.uuid4().hex[:8]}"
         self.log = data_dir.with_suffix(".log")
-        self.env = {**os.environ, "SWARMLOG_BROKER": broker_kind, "SWARMLOG_BOOTSTRAP": bootstrap,
-                    "SWARMLOG_REDIS_URL": redis_url, "SWARMLOG_STREAMS_APP_ID": self.app_id,
-                    "SWARMLOG_STREAMS_DATA_DIR": str(data_dir)}
+        self.env = {
+            **os.environ,
+            "SWARMLOG_BROKER": broker_kind,
+            "SWARMLOG_BOOTSTRAP": bootstrap,
+            "SWARMLOG_REDIS_URL": redis_url,
+            "SWARMLOG_STREAMS_APP_ID": self.app_id,
+            "SWARMLOG_STREAMS_DATA_DIR": str(data_dir),
+        }
         self.env.update({f"SWARMLOG_STREAMS_{name.upper()}": str(value) for name, value in knobs.items()})
         self.process: subprocess.Popen | None = None
 
@@ -75,8 +102,9 @@ class Worker:
         """Start the worker and wait until Faust says it is ready; one that never is gets killed, not left running."""
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "swarmlog", "streams"], env=self.env,
-                                            stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "swarmlog", "streams"], env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while b"[^Worker]: Ready" not in self.log.read_bytes()[offset:]:
             assert self.process.poll() is None, f"worker exited with {self.process.returncode}; see {self.log}"
@@ -97,8 +125,13 @@ class Worker:
         for path in sorted(self.data_dir.glob(f"**/tables/{name}-*.db")):
             db = Rdict(str(path), Options(raw_mode=True), access_type=AccessType.read_only())
             try:
-                contents.update({codecs.loads("json", key): load_value(value) for key, value in db.items()
-                                 if not key.startswith(b"__faust")})
+                contents.update(
+                    {
+                        codecs.loads("json", key): load_value(value)
+                        for key, value in db.items()
+                        if not key.startswith(b"__faust")
+                    }
+                )
             finally:
                 db.close()
         return contents
@@ -141,13 +174,15 @@ class Client:
         """Produce each event (encoded) or raw payload under `key`, in order."""
         asyncio.run(self._send(topic, key, [e if isinstance(e, bytes) else encode(e) for e in events]))
 
-    def read(self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool],
-             timeout_s: float) -> list[Event]:
+    def read(
+        self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool], timeout_s: float
+    ) -> list[Event]:
         """The decodable events of `topic` that `keep` accepts, once `until` holds for them or the timeout passes."""
         return asyncio.run(self._read(topic, keep, until, timeout_s))
 
-    def send_records(self, topic: str, key: str, payloads: Iterable[bytes],
-                     partition: int | None = None) -> list[Coordinates]:
+    def send_records(
+        self, topic: str, key: str, payloads: Iterable[bytes], partition: int | None = None
+    ) -> list[Coordinates]:
         """Produce raw payloads (up to LARGE_BYTES and more) under `key`, in order, to `partition` or the key's; where
         each landed."""
         return asyncio.run(self.send_records_async(topic, key, list(payloads), partition))
@@ -161,12 +196,15 @@ class Client:
             for payload in payloads:
                 await producer.send_and_wait(topic, payload, key=key.encode())
 
-    async def send_records_async(self, topic: str, key: str, payloads: list[bytes],
-                                 partition: int | None = None) -> list[Coordinates]:
+    async def send_records_async(
+        self, topic: str, key: str, payloads: list[bytes], partition: int | None = None
+    ) -> list[Coordinates]:
         """`send_records`, in a running event loop."""
         async with self._producer(max_request_size=2 * LARGE_BYTES) as producer:
-            sent = [await producer.send_and_wait(topic, payload, key=key.encode(), partition=partition)
-                    for payload in payloads]
+            sent = [
+                await producer.send_and_wait(topic, payload, key=key.encode(), partition=partition)
+                for payload in payloads
+            ]
         return [(topic, metadata.partition, metadata.offset) for metadata in sent]
 
     async def _send_now(self, topic: str, key: str, make: Callable[[], Event]) -> tuple[Event, int]:
@@ -184,10 +222,12 @@ class Client:
         finally:
             await producer.stop()
 
-    async def _read(self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool],
-                    timeout_s: float) -> list[Event]:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest",
-                                    enable_auto_commit=False)
+    async def _read(
+        self, topic: str, keep: Callable[[Event], bool], until: Callable[[list[Event]], bool], timeout_s: float
+    ) -> list[Event]:
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+        )
         await consumer.start()
         kept: list[Event] = []
         deadline = time.monotonic() + timeout_s
@@ -224,8 +264,9 @@ async def table_differences(settings: Settings, app_id: str, marker: str, tables
     return found
 
 
-async def tables_settled(settings: Settings, app_id: str, marker: str, tables: Iterable[str] = TABLES,
-                         timeout_s: float = 30) -> None:
+async def tables_settled(
+    settings: Settings, app_id: str, marker: str, tables: Iterable[str] = TABLES, timeout_s: float = 30
+) -> None:
     """Wait (up to `timeout_s`) until the running worker's tables hold everything on their topics."""
     deadline = time.monotonic() + timeout_s
     while await table_differences(settings, app_id, marker, tables) and time.monotonic() < deadline:
@@ -237,10 +278,17 @@ def garbage(real: Event, wrong: Event, seed: int) -> dict[str, bytes]:
     the topic does not carry) and `real` with an invariant broken. A duplicate of a real event is not garbage."""
     rng = random.Random(seed)
     good = encode(real)
-    records = {"empty": b"", "one byte": b"\x00", "magic alone": MAGIC, "truncated body": good[:-3],
-               "overlong body": good + b"\x00\x01", "known fingerprint, random body": good[:HEADER_SIZE] + rng.randbytes(48),
-               "2 MB of random bytes": rng.randbytes(LARGE_BYTES), "another kind of event": encode(wrong),
-               "a broken invariant": breaking_invariants(real, producer="")}
+    records = {
+        "empty": b"",
+        "one byte": b"\x00",
+        "magic alone": MAGIC,
+        "truncated body": good[:-3],
+        "overlong body": good + b"\x00\x01",
+        "known fingerprint, random body": good[:HEADER_SIZE] + rng.randbytes(48),
+        "2 MB of random bytes": rng.randbytes(LARGE_BYTES),
+        "another kind of event": encode(wrong),
+        "a broken invariant": breaking_invariants(real, producer=""),
+    }
     decoding = [kind for kind, payload in records.items() if kind != "another kind of event" and _decodes(payload)]
     assert not decoding, f"{decoding} garbage decodes: pick another seed"
     return records
