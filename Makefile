@@ -16,6 +16,7 @@ demo: setup
 test: setup-kafka setup-clients
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	bash scripts/typecheck.sh
 	.venv/bin/python -m swarmlog.schemas.compat
 	.venv/bin/python -m swarmlog.schemas.native
 	.venv/bin/pytest

@@ -71,7 +71,7 @@ def parse_action(
     if not isinstance(value, dict):
         return Malformed(f"expected a JSON object, got {type(value).__name__}")
     kind = value.get("action")
-    if kind not in allowed:
+    if not isinstance(kind, str) or kind not in allowed:
         return Malformed(f"action {kind!r} is not one of {', '.join(allowed)}")
     expected = set(_variant(kind, candidates)["properties"])
     if value.keys() != expected:

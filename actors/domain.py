@@ -12,12 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypedDict, TypeGuard, TypeVar
 
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    BudgetExceeded,
+    BudgetRestored,
+    PeerAnswered,
+    PeerQuestion,
+    TaskAssigned,
+    TaskCancelled,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    TaskStarted,
+    VoteCast,
+    VoteRequested,
+)
 
 TaskKey = tuple[str, str, int, int]  # mission_id, task_id, replica, attempt
-CLOSING = ("TaskCompleted", "TaskFailed", "TaskReleased")
+E = TypeVar("E", bound=Event)
 # Far above the coordinator's start timeout (15 s: a task not started by then is reassigned), its liveness timeout
 # and a ballot's window, so no command its sender still waits on is ever stale.
 STALE_MS = 10 * 60_000
@@ -45,18 +60,17 @@ class Order:
         return self.mission_id, self.task_id, self.replica, self.attempt
 
     @classmethod
-    def of(cls, assigned: Event) -> Order:
+    def of(cls, assigned: TaskAssigned) -> Order:
         """The order a TaskAssigned event carries."""
-        data = assigned.data
         return cls(
             assigned.event_id,
-            data["mission_id"],
-            data["task_id"],
-            data["replica"],
-            data["attempt"],
-            data["prompt"],
-            dict(data["inputs"]),
-            data["max_steps"],
+            assigned.mission_id,
+            assigned.task_id,
+            assigned.replica,
+            assigned.attempt,
+            assigned.prompt,
+            dict(assigned.inputs),
+            assigned.max_steps,
         )
 
 
@@ -70,14 +84,13 @@ class Ballot:
     candidates: Mapping[str, str]
 
     @classmethod
-    def of(cls, requested: Event) -> Ballot:
+    def of(cls, requested: VoteRequested) -> Ballot:
         """The ballot a VoteRequested event carries."""
-        data = requested.data
         return cls(
             requested.event_id,
-            data["mission_id"],
-            data["ballot_id"],
-            {c["candidate_id"]: c["output"] for c in data["candidates"]},
+            requested.mission_id,
+            requested.ballot_id,
+            {c.candidate_id: c.output for c in requested.candidates},
         )
 
 
@@ -94,17 +107,16 @@ class Question:
     task_id: str | None
 
     @classmethod
-    def of(cls, asked: Event) -> Question:
+    def of(cls, asked: PeerQuestion) -> Question:
         """The question a PeerQuestion event carries."""
-        data = asked.data
         return cls(
             asked.event_id,
-            data["question_id"],
-            data["from_agent_id"],
-            data["reply_slot"],
-            data["question"],
-            data["mission_id"],
-            data["task_id"],
+            asked.question_id,
+            asked.from_agent_id,
+            asked.reply_slot,
+            asked.question,
+            asked.mission_id,
+            asked.task_id,
         )
 
 
@@ -130,24 +142,22 @@ def initial(agent_id: str) -> AgentState:
 def evolve(state: AgentState, event: Event) -> AgentState:
     """The state after one event (closed attempts and ballots past KEEP_MS dropped); events about other agents leave
     it unchanged."""
-    data = event.data
-    if data.get("agent_id", data.get("voter_agent_id")) != state.agent_id:
-        return state
-    if event.name == "TaskStarted":
-        key = task_key(data)  # a duplicate written after the attempt closed does not reopen it
-        state = state if key in state.closed else dataclasses.replace(state, started=state.started | {key})
-    elif event.name in CLOSING:
-        key = task_key(data)
-        state = dataclasses.replace(
-            state, started=state.started - {key}, closed={**state.closed, key: event.occurred_at_ms}
-        )
-    elif event.name == "VoteCast":
-        state = dataclasses.replace(state, ballots={**state.ballots, data["ballot_id"]: event.occurred_at_ms})
-    elif event.name in ("BudgetExceeded", "BudgetRestored"):
-        return dataclasses.replace(state, throttled=event.name == "BudgetExceeded")
-    else:
-        return state
-    return _pruned(state, max(state.seen_ms, event.occurred_at_ms))
+    match event:
+        case TaskStarted() if event.agent_id == state.agent_id:
+            key = task_key(event)  # a duplicate written after the attempt closed does not reopen it
+            state = state if key in state.closed else dataclasses.replace(state, started=state.started | {key})
+        case TaskCompleted() | TaskFailed() | TaskReleased() if event.agent_id == state.agent_id:
+            key = task_key(event)
+            state = dataclasses.replace(
+                state, started=state.started - {key}, closed={**state.closed, key: event.occurred_at}
+            )
+        case VoteCast() if event.voter_agent_id == state.agent_id:
+            state = dataclasses.replace(state, ballots={**state.ballots, event.ballot_id: event.occurred_at})
+        case BudgetExceeded() | BudgetRestored() if event.agent_id == state.agent_id:
+            return dataclasses.replace(state, throttled=isinstance(event, BudgetExceeded))
+        case _:
+            return state
+    return _pruned(state, max(state.seen_ms, event.occurred_at))
 
 
 def _pruned(state: AgentState, seen_ms: int) -> AgentState:
@@ -209,28 +219,56 @@ class Rejected:
 
 
 def addressee(event: Event) -> str | None:
-    """The agent an inbox command is for."""
-    data = event.data
-    return data.get("agent_id", data.get("voter_agent_id", data.get("to_agent_id")))
+    """The agent an inbox command is for; None for an event that is not an inbox command."""
+    match event:
+        case TaskAssigned(agent_id=agent) | TaskCancelled(agent_id=agent) | VoteRequested(voter_agent_id=agent):
+            return agent
+        case PeerQuestion(to_agent_id=agent) | PeerAnswered(to_agent_id=agent):
+            return agent
+        case _:
+            return None
 
 
 def stale(command: Receive) -> bool:
     """Whether a command was written more than STALE_MS ago: its sender has acted without this agent since."""
-    return command.now_ms - command.event.occurred_at_ms > STALE_MS
+    return command.now_ms - command.event.occurred_at > STALE_MS
 
 
-def declared_dead(event: Event, agent_id: str, registration_id: str) -> bool:
+def declared_dead(event: Event, agent_id: str, registration_id: str) -> TypeGuard[AgentDeclaredDead]:
     """Whether a registry event declares this run of the agent (its registration) dead; an older run's death is not."""
     return (
-        event.name == "AgentDeclaredDead"
-        and event.data["agent_id"] == agent_id
-        and event.data["registration_id"] == registration_id
+        isinstance(event, AgentDeclaredDead) and event.agent_id == agent_id and event.registration_id == registration_id
     )
 
 
-def task_key(data: Mapping[str, Any]) -> TaskKey:
+class TaskAttempt(Protocol):
+    """An event about one attempt of a task by one agent."""
+
+    @property
+    def mission_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def replica(self) -> int: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def agent_id(self) -> str: ...
+
+
+class TaskFields(TypedDict):
+    """The fields naming a task attempt and its agent, as keyword arguments of a task event."""
+
+    mission_id: str
+    task_id: str
+    replica: int
+    attempt: int
+    agent_id: str
+
+
+def task_key(event: TaskAttempt) -> TaskKey:
     """The (mission, task, replica, attempt) of a task event."""
-    return data["mission_id"], data["task_id"], data["replica"], data["attempt"]
+    return event.mission_id, event.task_id, event.replica, event.attempt
 
 
 def decide(command: Receive, state: AgentState) -> Decision | Rejected:
@@ -239,50 +277,46 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     Events for another agent sharing the slot are not this agent's business; an event that names no agent, or is
     not a command, is rejected (dead-lettered by the shell)."""
     event = command.event
-    if addressee(event) is None:
+    agent = addressee(event)
+    if agent is None:
         return Rejected(f"{event.name} is not an inbox command")
-    if addressee(event) != state.agent_id:
+    if agent != state.agent_id:
         return Decision()
-    if event.name == "TaskAssigned":
-        return _assigned(command, state)
-    if event.name == "TaskCancelled":
-        if task_key(event.data) not in state.started:
-            return Decision()
-        return Decision(
-            (
-                emit(
-                    event.event_id,
-                    "cancelled",
-                    "TaskFailed",
-                    command.now_ms,
-                    state.agent_id,
-                    **task_fields(event.data),
-                    failure="CANCELLED",
-                    detail=event.data["reason"],
-                    raw_output=None,
-                    steps=0,
-                    prompt_tokens=0,
-                    completion_tokens=0,
-                    latency_ms=0,
-                ),
+    match event:
+        case TaskAssigned():
+            return _assigned(command, event, state)
+        case TaskCancelled():
+            if task_key(event) not in state.started:
+                return Decision()
+            cancelled = emit(
+                event.event_id,
+                "cancelled",
+                TaskFailed,
+                command.now_ms,
+                state.agent_id,
+                **task_fields(event),
+                failure="CANCELLED",
+                detail=event.reason,
+                raw_output=None,
+                steps=0,
+                prompt_tokens=0,
+                completion_tokens=0,
+                latency_ms=0,
             )
-        )
-    if event.name == "VoteRequested":
-        ballot = Ballot.of(event)
-        late = to_millis(event.data["deadline_at"]) <= command.now_ms or stale(
-            command
-        )  # e.g. read again from the log start
-        return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
-    if event.name == "PeerQuestion":
-        return Decision(effects=(Reply(Question.of(event)),))
-    if event.name == "PeerAnswered":
-        return Decision()  # an answer nobody waits on any more (the wait ended before it came)
-    return Rejected(f"{event.name} is not an inbox command")
+            return Decision((cancelled,))
+        case VoteRequested():
+            ballot = Ballot.of(event)
+            late = event.deadline_at <= command.now_ms or stale(command)  # e.g. read again from the log start
+            return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
+        case PeerQuestion():
+            return Decision(effects=(Reply(Question.of(event)),))
+        case _:
+            return Decision()  # a PeerAnswered nobody waits on any more (the wait ended before it came)
 
 
-def _assigned(command: Receive, state: AgentState) -> Decision:
+def _assigned(command: Receive, assigned: TaskAssigned, state: AgentState) -> Decision:
     """A TaskAssigned: nothing when closed, resume when started, nothing when stale, else TaskStarted then work."""
-    order = Order.of(command.event)
+    order = Order.of(assigned)
     if order.key in state.closed:
         return Decision()
     if order.key in state.started:
@@ -292,30 +326,33 @@ def _assigned(command: Receive, state: AgentState) -> Decision:
     started = emit(
         order.cause_id,
         "started",
-        "TaskStarted",
+        TaskStarted,
         command.now_ms,
         state.agent_id,
-        **task_fields(command.event.data),
+        **task_fields(assigned),
         ground_truth_version=command.ground_truth_version,
     )
     return Decision((started,), (Work(order),))
 
 
-def task_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+def task_fields(event: TaskAttempt) -> TaskFields:
     """The fields naming a task attempt and its agent."""
-    return {name: data[name] for name in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
+    return TaskFields(
+        mission_id=event.mission_id,
+        task_id=event.task_id,
+        replica=event.replica,
+        attempt=event.attempt,
+        agent_id=event.agent_id,
+    )
 
 
-def emit(cause_id: str, suffix: str, name: str, now_ms: int, agent: str, **fields: Any) -> Event:
+def emit(cause_id: str, suffix: str, event_class: type[E], now_ms: int, agent: str, **fields: Any) -> E:
     """An event an agent writes because of `cause_id`, with the deterministic id f"{cause_id}/{suffix}"."""
-    return Event(
-        name,
-        {
-            "event_id": f"{cause_id}/{suffix}",
-            "occurred_at": now_ms,
-            "correlation_id": fields.get("mission_id"),
-            "causation_id": cause_id,
-            "producer": f"agent:{agent}",
-            **fields,
-        },
+    return event_class(
+        event_id=f"{cause_id}/{suffix}",
+        occurred_at=now_ms,
+        correlation_id=fields.get("mission_id"),
+        causation_id=cause_id,
+        producer=f"agent:{agent}",
+        **fields,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import GroundTruthUpdated
 
 GROUND_TRUTH_TOPIC = "swarm.groundtruth"
 DEFAULT_DOCUMENT = "main"
@@ -21,9 +22,8 @@ class GroundTruth:
 
 def evolve_ground_truth(truth: GroundTruth, event: Event) -> GroundTruth:
     """A newer version of the agent's document replaces the one it holds; anything else changes nothing."""
-    data = event.data
-    if event.name != "GroundTruthUpdated" or data["document_id"] != truth.document_id:
+    if not isinstance(event, GroundTruthUpdated) or event.document_id != truth.document_id:
         return truth
-    if truth.version is not None and data["version"] <= truth.version:
+    if truth.version is not None and event.version <= truth.version:
         return truth
-    return GroundTruth(truth.document_id, data["version"], data["content"])
+    return GroundTruth(truth.document_id, event.version, event.content)

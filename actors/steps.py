@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from swarmlog.actors.actions import ANSWER, ASK, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
-from swarmlog.actors.domain import Ballot, Order, Question, emit
+from swarmlog.actors.domain import Ballot, E, Order, Question, emit
 from swarmlog.actors.groundtruth import GroundTruth
 from swarmlog.actors.prompts import task_prompt, vote_prompt
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    ExperienceRecorded,
+    PeerAnswered,
+    PeerQuestion,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    TaskStepTaken,
+    TokensUsed,
+    VoteCast,
+    WaitEnded,
+    WaitOutcome,
+    WaitStarted,
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -64,7 +79,7 @@ class Run:
         return (ANSWER, REMEMBER, RECALL, ASK, FAIL) if can_ask else (ANSWER, REMEMBER, RECALL, FAIL)
 
     @property
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         """The JSON schema the next generation is constrained to."""
         return action_schema(self.allowed, targets=self.peers)
 
@@ -96,12 +111,12 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     if not isinstance(action, Action):
         return (
             used,
-            _closing(run, usage, "TaskFailed", failure="MALFORMED_OUTPUT", detail=action.reason, raw_output=text),
+            _closing(run, usage, TaskFailed, failure="MALFORMED_OUTPUT", detail=action.reason, raw_output=text),
         ), None
     taken = _event(
         run,
         f"step-{step}",
-        "TaskStepTaken",
+        TaskStepTaken,
         usage.now_ms,
         step=step,
         action=action.kind.upper(),
@@ -113,13 +128,13 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
         return (
             used,
             taken,
-            _closing(run, usage, "TaskCompleted", output=action.content, confidence=action.confidence),
+            _closing(run, usage, TaskCompleted, output=action.content, confidence=action.confidence),
         ), None
     if action.kind == FAIL:
         return (
             used,
             taken,
-            _closing(run, usage, "TaskFailed", failure="GAVE_UP", detail=action.content, raw_output=None),
+            _closing(run, usage, TaskFailed, failure="GAVE_UP", detail=action.content, raw_output=None),
         ), None
     run = dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
     if action.kind == ASK:
@@ -128,7 +143,7 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
         started = emit(
             run.order.cause_id,
             f"wait-{step}",
-            "WaitStarted",
+            WaitStarted,
             usage.now_ms,
             run.agent_id,
             wait_id=wait.wait_id,
@@ -141,14 +156,14 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     return (used, taken), run
 
 
-def question(run: Run, reply_slot: int, now_ms: int) -> Event:
+def question(run: Run, reply_slot: int, now_ms: int) -> PeerQuestion:
     """The PeerQuestion of the run's pending wait, to be answered into `reply_slot`."""
     assert run.waiting is not None, "the run is not waiting on a peer"
     wait, order = run.waiting, run.order
     return emit(
         wait.wait_id,
         "question",
-        "PeerQuestion",
+        PeerQuestion,
         now_ms,
         run.agent_id,
         question_id=wait.wait_id,
@@ -161,14 +176,16 @@ def question(run: Run, reply_slot: int, now_ms: int) -> Event:
     )
 
 
-def wait_ended(run: Run, outcome: str, answer: str | None, error: str | None, now_ms: int) -> tuple[Event, Run]:
+def wait_ended(
+    run: Run, outcome: WaitOutcome, answer: str | None, error: str | None, now_ms: int
+) -> tuple[WaitEnded, Run]:
     """WaitEnded of the pending wait, and the run that goes on with the answer (or the lack of one) in its notes."""
     assert run.waiting is not None, "the run is not waiting on a peer"
     wait = run.waiting
     ended = emit(
         wait.wait_id,
         "ended",
-        "WaitEnded",
+        WaitEnded,
         now_ms,
         run.agent_id,
         wait_id=wait.wait_id,
@@ -180,7 +197,7 @@ def wait_ended(run: Run, outcome: str, answer: str | None, error: str | None, no
     return ended, dataclasses.replace(run, waiting=None, notes=(*run.notes, note))
 
 
-def reply_schema() -> dict:
+def reply_schema() -> dict[str, Any]:
     """The JSON schema of an answer to a peer's question."""
     return action_schema((ANSWER,))
 
@@ -192,7 +209,7 @@ def reply_prompt(asked: Question) -> str:
     )
 
 
-def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Event, Event]:
+def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[TokensUsed, PeerAnswered]:
     """TokensUsed, then the PeerAnswered for the asker (an error when the output is not a valid answer)."""
     used = _tokens(asked.cause_id, 1, agent_id, usage, asked.mission_id, asked.task_id)
     action = parse_action(text, (ANSWER,))
@@ -200,7 +217,7 @@ def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Even
     answered = emit(
         asked.cause_id,
         "answer",
-        "PeerAnswered",
+        PeerAnswered,
         usage.now_ms,
         agent_id,
         question_id=asked.question_id,
@@ -212,43 +229,43 @@ def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Even
     return used, answered
 
 
-def taken(events: Sequence[Event]) -> Event | None:
+def taken(events: Sequence[Event]) -> TaskStepTaken | None:
     """The TaskStepTaken among a step's events, if the model's output was a valid action."""
-    return next((event for event in events if event.name == "TaskStepTaken"), None)
+    return next((event for event in events if isinstance(event, TaskStepTaken)), None)
 
 
-def experience(step: Event, embedding: Sequence[float], node: str, ttl_s: int) -> Event:
+def experience(step: TaskStepTaken, embedding: Sequence[float], node: str, ttl_s: int) -> ExperienceRecorded:
     """ExperienceRecorded of a `remember` step: its content and embedding, for any agent to recall."""
-    data, cause_id = step.data, step.data["causation_id"]
-    suffix = f"experience-{data['step']}"
+    assert step.causation_id is not None, "a step is caused by its TaskAssigned"
+    cause_id, suffix = step.causation_id, f"experience-{step.step}"
     return emit(
         cause_id,
         suffix,
-        "ExperienceRecorded",
-        data["occurred_at"],
-        data["agent_id"],
-        mission_id=data["mission_id"],
+        ExperienceRecorded,
+        step.occurred_at,
+        step.agent_id,
+        mission_id=step.mission_id,
         experience_id=f"{cause_id}/{suffix}",
-        agent_id=data["agent_id"],
+        agent_id=step.agent_id,
         node=node,
         kind=REMEMBER,
-        content=data["content"],
+        content=step.content,
         embedding=list(embedding),
         ttl_s=ttl_s,
     )
 
 
-def released(run: Run, reason: str, now_ms: int) -> Event:
+def released(run: Run, reason: str, now_ms: int) -> TaskReleased:
     """TaskReleased: the agent gives the task back unfinished (it is stopping)."""
-    return _event(run, "released", "TaskReleased", now_ms, reason=reason)
+    return _event(run, "released", TaskReleased, now_ms, reason=reason)
 
 
-def model_error(run: Run, detail: str, now_ms: int) -> Event:
+def model_error(run: Run, detail: str, now_ms: int) -> TaskFailed:
     """TaskFailed MODEL_ERROR: the brain raised instead of generating."""
-    return _closing(run, Usage(0, 0, now_ms, ""), "TaskFailed", failure="MODEL_ERROR", detail=detail, raw_output=None)
+    return _closing(run, Usage(0, 0, now_ms, ""), TaskFailed, failure="MODEL_ERROR", detail=detail, raw_output=None)
 
 
-def ballot_schema(ballot: Ballot) -> dict:
+def ballot_schema(ballot: Ballot) -> dict[str, Any]:
     """The JSON schema of a vote among the ballot's candidates."""
     return action_schema((VOTE,), tuple(ballot.candidates))
 
@@ -267,7 +284,7 @@ def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event,
     vote = emit(
         ballot.cause_id,
         "vote",
-        "VoteCast",
+        VoteCast,
         usage.now_ms,
         agent_id,
         mission_id=ballot.mission_id,
@@ -282,12 +299,12 @@ def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event,
 
 def _tokens(
     cause_id: str, step: int, agent_id: str, usage: Usage, mission_id: str | None, task_id: str | None
-) -> Event:
+) -> TokensUsed:
     """TokensUsed of one generation, named by the step and the generation (a retried step is a new generation)."""
     return emit(
         cause_id,
         f"tokens-{step}/{usage.generation}",
-        "TokensUsed",
+        TokensUsed,
         usage.now_ms,
         agent_id,
         agent_id=agent_id,
@@ -299,12 +316,12 @@ def _tokens(
     )
 
 
-def _closing(run: Run, usage: Usage, name: str, **fields: object) -> Event:
+def _closing(run: Run, usage: Usage, event_class: type[E], **fields: object) -> E:
     """The event that closes a run, with its totals."""
     return _event(
         run,
         "closed",
-        name,
+        event_class,
         usage.now_ms,
         steps=run.step,
         prompt_tokens=run.prompt_tokens,
@@ -314,13 +331,13 @@ def _closing(run: Run, usage: Usage, name: str, **fields: object) -> Event:
     )
 
 
-def _event(run: Run, suffix: str, name: str, now_ms: int, **fields: object) -> Event:
+def _event(run: Run, suffix: str, event_class: type[E], now_ms: int, **fields: object) -> E:
     """A task event of this run."""
     order = run.order
     return emit(
         order.cause_id,
         suffix,
-        name,
+        event_class,
         now_ms,
         run.agent_id,
         mission_id=order.mission_id,

@@ -2,7 +2,7 @@
 
 Opens the llama.cpp brain the agents use (SmolLM2-135M, the agent's seed) once. Baseline: N back-to-back
 generations of the tasks' first-step prompts with the action schema, straight on the brain. Then the same brain
-inside a real agent shell (`swarmlog.actors.shell.Agent`, in process) on the embedded Tansu broker and Redis: the
+inside a real agent shell (`swarmlog.actors.shell.agent.Agent`, in process) on the embedded Tansu broker and Redis: the
 N TaskAssigned commands are written into its inbox slot at once and one consumer (500 ms long polls) collects its
 events; the agent runs through the raw passes too (idle, heartbeating), so both sides share the background.
 The loop's tokens/s is TokensUsed completion tokens over the span first TaskStarted → last TaskCompleted (every
@@ -28,7 +28,6 @@ import time
 import uuid
 import zlib
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -36,13 +35,13 @@ from rich.table import Table
 
 from swarmlog.actors.brains import Brain, open_brain
 from swarmlog.actors.domain import Order
-from swarmlog.actors.shell import INBOX_TOPIC, Agent, AgentConfig
+from swarmlog.actors.shell.agent import INBOX_TOPIC, Agent, AgentConfig
 from swarmlog.actors.steps import Run
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentHeartbeat, TaskAssigned, TaskCompleted, TaskFailed, TaskStarted, TokensUsed
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
 from swarmlog.topics import catalog
@@ -64,28 +63,22 @@ PROMPTS = (
 )
 
 
-def millis(value: int | datetime) -> int:
-    """An occurred_at in epoch milliseconds, however the codec gave it."""
-    return value if isinstance(value, int) else int(value.timestamp() * 1000)
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100), nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def assigned(mission_id: str, n: int, max_steps: int, offset: int = 0) -> Event:
+def assigned(mission_id: str, n: int, max_steps: int, offset: int = 0) -> TaskAssigned:
     """The n-th TaskAssigned of a round to the bench agent, as the coordinator would write it; rounds rotate prompts."""
     return stamp(
-        "TaskAssigned",
+        TaskAssigned,
         producer="coordinator:region-0",
         correlation_id=mission_id,
         mission_id=mission_id,
         task_id=f"t{n}",
         replica=0,
         attempt=1,
-        kind="WORK",
         agent_id=AGENT_ID,
         slot=SLOT,
         score=1.0,
@@ -96,12 +89,12 @@ def assigned(mission_id: str, n: int, max_steps: int, offset: int = 0) -> Event:
     )
 
 
-def first_step(event: Event) -> Run:
+def first_step(event: TaskAssigned) -> Run:
     """The run the agent starts for a TaskAssigned: its prompt and schema are the first generation's."""
     return Run(Order.of(event), AGENT_ID, started_ms=0)
 
 
-async def raw(brain: Brain, tasks: list[Event], max_tokens: int) -> tuple[list[float], list[int], float]:
+async def raw(brain: Brain, tasks: list[TaskAssigned], max_tokens: int) -> tuple[list[float], list[int], float]:
     """Each task's first step straight on the brain, back to back: seconds and completion tokens each, and the span."""
     seconds, tokens = [], []
     started = time.perf_counter()
@@ -117,8 +110,8 @@ async def raw(brain: Brain, tasks: list[Event], max_tokens: int) -> tuple[list[f
 def agent_events(settings: Settings) -> Collector:
     """The agent's task, token and heartbeat events, collected in the background from the start of the topics."""
     topic_of = {name: spec.name for spec in catalog(settings) for name in spec.events}
-    topics = sorted({topic_of[name] for name in ("TaskCompleted", "TokensUsed", "AgentHeartbeat")})
-    return Collector(settings, *topics, keep=lambda event: event.data.get("agent_id") == AGENT_ID)
+    topics = sorted({topic_of[kind.name] for kind in (TaskCompleted, TokensUsed, AgentHeartbeat)})
+    return Collector(settings, *topics, keep=lambda event: getattr(event, "agent_id", None) == AGENT_ID)
 
 
 @dataclasses.dataclass
@@ -142,10 +135,10 @@ async def loop_round(
         for n in range(args.tasks):
             event = assigned(mission_id, n, args.max_steps, round_ * args.tasks)
             await producer.send(INBOX_TOPIC, event, key=AGENT_ID, partition=SLOT)
-    closed = lambda: watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)
+    closed = lambda: watch.named(TaskCompleted, TaskFailed, mission_id=mission_id)
     await watch.wait_for(lambda: len(closed()) >= args.tasks, args.timeout_s)
-    started = min(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
-    ended = max(millis(e.data["occurred_at"]) for e in closed())
+    started = min(e.occurred_at for e in watch.named(TaskStarted, mission_id=mission_id))
+    ended = max(e.occurred_at for e in closed())
     measured.loop_spans.append((started, ended))
     measured.missions.append(mission_id)
 
@@ -205,15 +198,17 @@ def jitter(beats: list[int], period_ms: float) -> tuple[int, float, float, float
 def report(console: Console, measured: Measured, watch: Collector, args: argparse.Namespace) -> float:
     """The tables; returns the overhead in %."""
     missions = set(measured.missions)
-    mine = lambda *names: [e for e in watch.named(*names) if e.data.get("mission_id") in missions]
-    closed = mine("TaskCompleted", "TaskFailed")
-    used = mine("TokensUsed")
-    loop_tokens = sum(e.data["completion_tokens"] for e in used)
+    closed: list[TaskCompleted | TaskFailed] = [
+        *(e for e in watch.named(TaskCompleted) if e.mission_id in missions),
+        *(e for e in watch.named(TaskFailed) if e.mission_id in missions),
+    ]
+    used = [e for e in watch.named(TokensUsed) if e.mission_id in missions]
+    loop_tokens = sum(e.completion_tokens for e in used)
     raw_span_s = sum(measured.raw_spans)
     span_s = sum(end - start for start, end in measured.loop_spans) / 1000
     raw_rate, loop_rate = sum(measured.raw_tokens) / raw_span_s, loop_tokens / span_s
     overhead = (1 - loop_rate / raw_rate) * 100
-    per_task = [e.data["latency_ms"] for e in closed]
+    per_task = [e.latency_ms for e in closed]
     raw_ms = [s * 1000 for s in measured.raw_seconds]
 
     table = Table(
@@ -238,7 +233,7 @@ def report(console: Console, measured: Measured, watch: Collector, args: argpars
         f"{percentile(per_task, 99):,.0f}",
         f"{percentile(per_task, 99) / percentile(raw_ms, 99):.2f}x",
     )
-    latency = {(e.data["mission_id"], e.data["task_id"]): e.data["latency_ms"] for e in closed}
+    latency = {(e.mission_id, e.task_id): e.latency_ms for e in closed}
     paired = [
         latency[mission_id, f"t{n}"] / raw_ms[round_ * args.tasks + n]
         for round_, mission_id in enumerate(measured.missions)
@@ -247,7 +242,7 @@ def report(console: Console, measured: Measured, watch: Collector, args: argpars
     table.add_row("same prompt: loop task / raw generation, p50", "", "", f"{percentile(paired, 50):.2f}x")
     by_round = []
     for round_, (mission_id, (start, end)) in enumerate(zip(measured.missions, measured.loop_spans, strict=True)):
-        tokens = sum(e.data["completion_tokens"] for e in used if e.data["mission_id"] == mission_id)
+        tokens = sum(e.completion_tokens for e in used if e.mission_id == mission_id)
         raw_tokens = sum(measured.raw_tokens[round_ * args.tasks : (round_ + 1) * args.tasks])
         by_round.append((tokens / (end - start) * 1000) / (raw_tokens / measured.raw_spans[round_]))
     table.add_row("loop / raw tokens/s, each round", "", "", " ".join(f"{r:.2f}" for r in by_round))
@@ -257,17 +252,15 @@ def report(console: Console, measured: Measured, watch: Collector, args: argpars
     console.print(table)
     gaps = []
     for mission_id in measured.missions:
-        started = sorted(millis(e.data["occurred_at"]) for e in watch.named("TaskStarted", mission_id=mission_id))
-        ended = sorted(
-            millis(e.data["occurred_at"]) for e in watch.named("TaskCompleted", "TaskFailed", mission_id=mission_id)
-        )
+        started = sorted(e.occurred_at for e in watch.named(TaskStarted, mission_id=mission_id))
+        ended = sorted(e.occurred_at for e in watch.named(TaskCompleted, TaskFailed, mission_id=mission_id))
         gaps += [b - a for a, b in zip(ended, started[1:], strict=False)]
     console.print(
         f"between tasks (TaskCompleted → next TaskStarted): p50 {percentile(gaps, 50)} ms, "
-        f"max {max(gaps)} ms; {sum(e.name == 'TaskFailed' for e in closed)} of {len(closed)} tasks failed"
+        f"max {max(gaps)} ms; {sum(isinstance(e, TaskFailed) for e in closed)} of {len(closed)} tasks failed"
     )
 
-    beats = sorted(millis(e.data["occurred_at"]) for e in watch.named("AgentHeartbeat"))
+    beats = sorted(e.occurred_at for e in watch.named(AgentHeartbeat))
     period = args.heartbeat_s * 1000
     within = lambda window: [b for b in beats if window[0] <= b <= window[1]]
     table = Table(title=f"heartbeat jitter: |interval - {period:.0f} ms| between AgentHeartbeat occurred_at")

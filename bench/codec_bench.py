@@ -21,10 +21,8 @@ import fastavro
 from rich.console import Console
 from rich.table import Table
 
-from swarmlog.schemas import invariants
 from swarmlog.schemas.catalog import SchemaVersion, default_catalog
 from swarmlog.schemas.codec import MAGIC, Codec, default_codec
-from swarmlog.schemas.events import Event
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 Apache = tuple[bytes, avro.io.DatumWriter, avro.io.DatumReader]  # header, writer, reader of one record
@@ -63,13 +61,11 @@ class Sampler:
 
 
 def samples() -> Iterator[tuple[SchemaVersion, dict[str, Any]]]:
-    """One valid sample per event type."""
+    """One sample per event type (valid: main decodes each, which checks the invariants)."""
     sampler = Sampler()
     for name in default_catalog().names():
         version = default_catalog().latest(name)
-        record = sampler.value(version.schema)
-        invariants.check(name, record)
-        yield version, record
+        yield version, sampler.value(version.schema)
 
 
 def rate(operation: Callable[[Any, Any], object], inputs: list[tuple[Any, Any]], iterations: int) -> float:
@@ -123,7 +119,7 @@ def main() -> None:
         schema = avro.schema.parse(json.dumps(version.schema))
         apaches.append((MAGIC + version.fingerprint, avro.io.DatumWriter(schema), avro.io.DatumReader(schema, schema)))
     payloads = [fastavro_encode(version, record) for version, record in pairs]
-    events = [(Event(version.name, record), None) for version, record in pairs]
+    events = [(codec.decode(payload), None) for payload in payloads]
 
     fast = {
         "encode": rate(fastavro_encode, pairs, iterations),

@@ -27,7 +27,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -36,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
-from swarmlog.actors.shell import Agent, AgentConfig
+from swarmlog.actors.shell.agent import Agent, AgentConfig
 from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
@@ -45,6 +44,7 @@ from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentEnlisted, ConsensusSpec, MissionSubmitted, TaskAssigned, TaskSpec, TaskStarted
 from swarmlog.services import open_broker
 from swarmlog.settings import Settings
 
@@ -54,11 +54,6 @@ WARMUP = 5
 RUNS = {"1 region": ("region-0",), "2 regions": ("region-1", "region-2")}
 ENLIST_TIMEOUT_S = 120
 LAG_TICK_S = 0.1
-
-
-def millis(value: int | datetime) -> int:
-    """An occurred_at in epoch milliseconds, however the codec gave it."""
-    return value if isinstance(value, int) else int(value.timestamp() * 1000)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -110,14 +105,12 @@ def bench_settings(bootstrap: str, agents: int) -> Settings:
 
 def task_starts(settings: Settings) -> Collector:
     """The TaskStarted events on the task events topic from now on, collected in the background."""
-    return Collector(settings, TASKS_TOPIC, start="end", keep=lambda event: event.name == "TaskStarted")
+    return Collector(settings, TASKS_TOPIC, start="end", keep=lambda event: isinstance(event, TaskStarted))
 
 
 async def started_at(observer: Collector, mission_id: str, tasks: int, timeout_s: float = 120) -> dict[str, int]:
     """TaskStarted occurred_at per task of a mission, once `tasks` of them have started."""
-    by_task = lambda: {
-        e.data["task_id"]: millis(e.data["occurred_at"]) for e in observer.named("TaskStarted", mission_id=mission_id)
-    }
+    by_task = lambda: {e.task_id: e.occurred_at for e in observer.named(TaskStarted, mission_id=mission_id)}
     await observer.wait_for(lambda: len(by_task()) >= tasks, timeout_s)
     return by_task()
 
@@ -139,29 +132,22 @@ async def submit(producer: EventProducer, region: str, capability: str, tasks: i
     """Submit a mission of `tasks` independent tasks; its id and MissionSubmitted occurred_at."""
     mission_id = f"bench-{uuid.uuid4().hex[:10]}"
     specs = [
-        {
-            "task_id": f"t{i}",
-            "prompt": f"do t{i}",
-            "required_capabilities": [capability],
-            "depends_on": [],
-            "replicas": 1,
-            "max_steps": 2,
-        }
+        TaskSpec(task_id=f"t{i}", prompt=f"do t{i}", required_capabilities=[capability], max_steps=2)
         for i in range(tasks)
     ]
     event = stamp(
-        "MissionSubmitted",
+        MissionSubmitted,
         producer="bench",
         correlation_id=mission_id,
         mission_id=mission_id,
         title=mission_id,
         region=region,
         tasks=specs,
-        consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+        consensus=ConsensusSpec(strategy="MAJORITY", window_ms=30_000, quorum=0.5),
         submitted_by="bench",
     )
     await producer.send("swarm.missions", event, key=mission_id)
-    return mission_id, event.data["occurred_at"]
+    return mission_id, event.occurred_at
 
 
 @dataclasses.dataclass
@@ -182,7 +168,7 @@ async def enlisted(
     started = time.monotonic()
     async with asyncio.timeout(ENLIST_TIMEOUT_S):
         while not running.keys() <= {
-            e.data["agent_id"] for e in await journal(settings, region) if e.name == "AgentEnlisted"
+            e.agent_id for e in await journal(settings, region) if isinstance(e, AgentEnlisted)
         }:
             assert process.poll() is None, f"coordinator {region} exited; see {workdir}"
             for agent_id, task in running.items():
@@ -282,9 +268,9 @@ async def measure_region(
         mission_id, submitted = await submit(producer, region, capability, burst)
         started = await started_at(observer, mission_id, burst, timeout_s=300)
     assigned = sorted(
-        millis(e.data["occurred_at"])
+        e.occurred_at
         for e in await journal(settings, region)
-        if e.name == "TaskAssigned" and e.data["mission_id"] == mission_id
+        if isinstance(e, TaskAssigned) and e.mission_id == mission_id
     )
     span_s = max(assigned[-1] - assigned[0], 1) / 1000
     return RegionResult(enlist_s, serial, [at - submitted for at in started.values()], (len(assigned) - 1) / span_s)

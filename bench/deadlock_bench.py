@@ -15,48 +15,41 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import WaitStarted
 from swarmlog.streams import waitgraph
 from swarmlog.streams.waitgraph import decide_deadlocks, evolve
 
 T0 = 1_750_000_000_000
 
 
-def waits(agents: int, seed: int = 7) -> list[Event]:
+def waits(agents: int, seed: int = 7) -> list[WaitStarted]:
     """Two WaitStarted per agent between random agents, 1 ms apart."""
     rng = random.Random(seed)
     names = [f"agent-{n:05}" for n in range(agents)]
     return [
-        Event(
-            "WaitStarted",
-            {
-                "event_id": f"e{n}",
-                "occurred_at": T0 + n,
-                "correlation_id": None,
-                "causation_id": None,
-                "producer": "bench",
-                "wait_id": f"w{n}",
-                "waiter_agent_id": rng.choice(names),
-                "waits_for_agent_id": rng.choice(names),
-                "mission_id": None,
-                "task_id": None,
-            },
+        WaitStarted(
+            event_id=f"e{n}",
+            occurred_at=T0 + n,
+            producer="bench",
+            wait_id=f"w{n}",
+            waiter_agent_id=rng.choice(names),
+            waits_for_agent_id=rng.choice(names),
         )
         for n in range(2 * agents)
     ]
 
 
-def detect_all(inputs: list[Event]) -> int:
+def detect_all(inputs: list[WaitStarted]) -> int:
     """Fold and decide per wait, folding the decisions back; returns how many deadlocks were decided."""
     state, found = waitgraph.INITIAL, 0
     for event in inputs:
         state = evolve(state, event)
-        for deadlock in decide_deadlocks(state, event.occurred_at_ms, event):
+        for deadlock in decide_deadlocks(state, event.occurred_at, event):
             state, found = evolve(state, deadlock), found + 1
     return found
 
 
-def fold_all(inputs: list[Event]) -> None:
+def fold_all(inputs: list[WaitStarted]) -> None:
     """The waits folded without deciding (the baseline)."""
     state = waitgraph.INITIAL
     for event in inputs:

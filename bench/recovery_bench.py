@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.table import Table
 
 from swarmlog.coordinator import Config, Decision, Receive, State, Tick, decide, evolve, initial
-from swarmlog.coordinator.draft import from_millis
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover
 from swarmlog.coordinator.shell.service import SNAPSHOT_EVERY_EVENTS
@@ -39,6 +39,15 @@ from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.reading import reader
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentRegistered,
+    MissionSubmitted,
+    TaskAssigned,
+    TaskCompleted,
+    TaskStarted,
+    VoteCast,
+    VoteRequested,
+)
 from swarmlog.services import open_broker
 from swarmlog.settings import Settings
 
@@ -66,7 +75,7 @@ class Workload:
             event
             for index in range(AGENTS)
             for event in self._send(
-                "AgentRegistered",
+                AgentRegistered,
                 agent_id=f"a{index}",
                 capabilities=["work", "decision_making"],
                 model="scripted",
@@ -85,7 +94,7 @@ class Workload:
     def _mission(self, mission_id: str) -> list[Event]:
         """Submit a two-task mission and answer every task and ballot it sends until it completes."""
         pending = self._send(
-            "MissionSubmitted",
+            MissionSubmitted,
             mission_id=mission_id,
             title=mission_id,
             region=self.config.region,
@@ -101,50 +110,51 @@ class Workload:
 
     def _answer(self, event: Event) -> list[Event]:
         """What the simulated agent does on a journal event addressed to it."""
-        data = event.data
-        if event.name == "TaskAssigned":
-            about = {key: data[key] for key in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
+        if isinstance(event, TaskAssigned):
+            about = {
+                "mission_id": event.mission_id,
+                "task_id": event.task_id,
+                "replica": event.replica,
+                "attempt": event.attempt,
+                "agent_id": event.agent_id,
+            }
             return [
-                *self._send("TaskStarted", **about, ground_truth_version=None),
+                *self._send(TaskStarted, **about, ground_truth_version=None),
                 *self._send(
-                    "TaskCompleted",
+                    TaskCompleted,
                     **about,
-                    output=f"{data['task_id']} done",
+                    output=f"{event.task_id} done",
                     steps=1,
                     prompt_tokens=3,
                     completion_tokens=2,
                     latency_ms=5,
                 ),
             ]
-        if event.name == "VoteRequested":
+        if isinstance(event, VoteRequested):
             return list(
                 self._send(
-                    "VoteCast",
-                    mission_id=data["mission_id"],
-                    ballot_id=data["ballot_id"],
-                    voter_agent_id=data["voter_agent_id"],
-                    candidate_id=data["candidates"][0]["candidate_id"],
+                    VoteCast,
+                    mission_id=event.mission_id,
+                    ballot_id=event.ballot_id,
+                    voter_agent_id=event.voter_agent_id,
+                    candidate_id=event.candidates[0].candidate_id,
                     confidence=1.0,
                     reason=None,
                 )
             )
         return []
 
-    def _send(self, name: str, **fields: Any) -> list[Event]:
+    def _send(self, kind: type[Event], **fields: Any) -> list[Event]:
         """Decide on an input event written by someone else at the simulated now."""
         self.inputs += 1
-        event = Event(
-            name,
-            {
-                "event_id": f"in-{self.inputs}",
-                "occurred_at": from_millis(self.now_ms),
-                "correlation_id": fields.get("mission_id"),
-                "causation_id": None,
-                "producer": "bench",
-                **fields,
-            },
-        )
-        return self._apply(Receive(event, self.now_ms))
+        envelope = {
+            "event_id": f"in-{self.inputs}",
+            "occurred_at": self.now_ms,
+            "correlation_id": fields.get("mission_id"),
+            "causation_id": None,
+            "producer": "bench",
+        }
+        return self._apply(Receive(msgspec.convert(envelope | fields, kind), self.now_ms))
 
     def _apply(self, command: Receive | Tick) -> list[Event]:
         """Decide, fold what was decided, and return it."""

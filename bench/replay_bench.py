@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from rich.console import Console
@@ -29,6 +30,7 @@ from swarmlog.replay.components import COMPONENTS, canonical, jsonable
 from swarmlog.replay.fold import Record, replay, selected
 from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentHeartbeat, AgentRegistered, TokensUsed, WaitEnded, WaitStarted
 from swarmlog.services import open_broker
 from swarmlog.settings import Settings
 
@@ -42,73 +44,50 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
     """`count` (topic, event) pairs: 6 heartbeats, 3 usages and a wait started or ended in every 10."""
     for n in range(count):
         agent, at, kind = f"agent-{n % AGENTS}", T0 + n, n % 10
-        envelope = {
-            "event_id": f"e-{n}",
-            "occurred_at": at,
-            "correlation_id": None,
-            "causation_id": None,
-            "producer": "bench",
-        }
+        envelope: dict[str, Any] = {"event_id": f"e-{n}", "occurred_at": at, "producer": "bench"}
         if n < AGENTS:
             yield (
                 "swarm.agents.registry",
-                Event(
-                    "AgentRegistered",
-                    {
-                        **envelope,
-                        "agent_id": agent,
-                        "capabilities": ["code"],
-                        "model": "m",
-                        "brain": "scripted",
-                        "node": "n",
-                        "gpu": None,
-                        "region": "region-0",
-                        "slot": n,
-                    },
+                AgentRegistered(
+                    **envelope,
+                    agent_id=agent,
+                    capabilities=["code"],
+                    model="m",
+                    brain="scripted",
+                    node="n",
+                    region="region-0",
+                    slot=n,
                 ),
             )
         elif kind < 6:
             yield (
                 "swarm.agents.heartbeats",
-                Event(
-                    "AgentHeartbeat",
-                    {
-                        **envelope,
-                        "agent_id": agent,
-                        "registration_id": f"e-{n % AGENTS}",
-                        "sequence": n,
-                        "status": "BUSY",
-                        "in_flight_task": None,
-                        "region": "region-0",
-                        "slot": n % AGENTS,
-                    },
+                AgentHeartbeat(
+                    **envelope,
+                    agent_id=agent,
+                    registration_id=f"e-{n % AGENTS}",
+                    sequence=n,
+                    status="BUSY",
+                    region="region-0",
+                    slot=n % AGENTS,
                 ),
             )
         elif kind < 9:
             yield (
                 "swarm.usage",
-                Event(
-                    "TokensUsed",
-                    {
-                        **envelope,
-                        "agent_id": agent,
-                        "generation_id": f"g-{n}",
-                        "prompt_tokens": 30,
-                        "completion_tokens": 20,
-                        "mission_id": None,
-                        "task_id": None,
-                    },
-                ),
+                TokensUsed(**envelope, agent_id=agent, generation_id=f"g-{n}", prompt_tokens=30, completion_tokens=20),
             )
         else:
-            name = "WaitStarted" if n % 20 == 9 else "WaitEnded"
-            wait = {
+            wait: dict[str, Any] = {
                 "wait_id": f"w-{n // 20}",
                 "waiter_agent_id": agent,
                 "waits_for_agent_id": f"agent-{(n + 1) % AGENTS}",
             }
-            extra = {"mission_id": None, "task_id": None} if name == "WaitStarted" else {"outcome": "ANSWERED"}
-            yield "swarm.waits", Event(name, {**envelope, **wait, **extra})
+            started = n % 20 == 9
+            yield (
+                "swarm.waits",
+                WaitStarted(**envelope, **wait) if started else WaitEnded(**envelope, **wait, outcome="ANSWERED"),
+            )
 
 
 def timed(work: Callable[[], object]) -> float:

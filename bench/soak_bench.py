@@ -48,6 +48,7 @@ from swarmlog import logs
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.state import FINAL_TASK
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.records import MissionCompleted, TaskResultRecorded
 from swarmlog.services import KafkaNode, open_redis, process, run_kafka_cluster
 from swarmlog.settings import Settings
 from swarmlog.topics import catalog
@@ -204,10 +205,10 @@ async def follow(client: MissionClient, spec: dict, began: float, at_s: float, t
     except TimeoutError:
         tally.missions.append(MissionRun(at_s, None, "open"))
         return
-    ended, recorded = events[-1], attempts(events, "TaskResultRecorded")
-    ok = ended.name == "MissionCompleted" and ended.data["success"]
+    ended, recorded = events[-1], attempts(events, TaskResultRecorded)
+    ok = isinstance(ended, MissionCompleted) and ended.success
     if not ok:
-        print(f"mission {spec['mission_id']} ended with {ended.name}: {ended.data}", file=sys.stderr)
+        print(f"mission {spec['mission_id']} ended with {ended.name}: {ended}", file=sys.stderr)
     lost = planned(spec) - {(task, replica) for _, task, replica, _ in recorded} if ok else set()
     tally.missions.append(
         MissionRun(

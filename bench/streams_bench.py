@@ -28,6 +28,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -38,6 +39,16 @@ from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.collecting import Collector
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentHeartbeat,
+    AgentRegistered,
+    BudgetExceeded,
+    DeadlockDetected,
+    TokensUsed,
+    WaitEnded,
+    WaitStarted,
+)
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
 
@@ -71,15 +82,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def envelope(event_id: str, at_ms: int) -> dict:
+def envelope(event_id: str, at_ms: int) -> dict[str, Any]:
     """An event envelope written by the bench."""
-    return {
-        "event_id": event_id,
-        "occurred_at": at_ms,
-        "correlation_id": None,
-        "causation_id": None,
-        "producer": "bench",
-    }
+    return {"event_id": event_id, "occurred_at": at_ms, "producer": "bench"}
 
 
 # ---- liveness -----------------------------------------------------------------------------------------------------
@@ -127,9 +132,7 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
                     for n, agent_id in enumerate(ids)
                 }
                 try:
-                    await watch.wait_for(
-                        lambda ids=ids: all(watch.named("AgentRegistered", agent_id=a) for a in ids), 90
-                    )
+                    await watch.wait_for(lambda ids=ids: all(watch.named(AgentRegistered, agent_id=a) for a in ids), 90)
                     await asyncio.sleep(1.5)  # a few heartbeats folded
                     killed = {}
                     for agent_id, process in agents.items():
@@ -137,7 +140,7 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
                         killed[agent_id] = now_ms()
                         await asyncio.sleep(0.3)  # spread the kills over the liveness timer's ticks
                     await watch.wait_for(
-                        lambda ids=ids: all(watch.named("AgentDeclaredDead", agent_id=a) for a in ids),
+                        lambda ids=ids: all(watch.named(AgentDeclaredDead, agent_id=a) for a in ids),
                         LIVENESS_TIMEOUT_MS / 1000 + 30,
                     )
                 finally:
@@ -146,9 +149,9 @@ async def liveness(settings: Settings, workdir: Path, kills: int, at_once: int, 
                             process.send_signal(signal.SIGKILL)
                         process.wait(30)
                 for agent_id in ids:
-                    death = watch.named("AgentDeclaredDead", agent_id=agent_id)[0]
+                    death = watch.named(AgentDeclaredDead, agent_id=agent_id)[0]
                     read_at = watch.read_ms[death.event_id]
-                    results.append(Kill(agent_id, killed[agent_id], death.occurred_at_ms, read_at))
+                    results.append(Kill(agent_id, killed[agent_id], death.occurred_at, read_at))
                 console.print(f"  {len(results)}/{kills} kills detected")
         finally:
             worker.stop()
@@ -207,25 +210,20 @@ async def deadlocks(settings: Settings, rings: int, console: Console) -> list[Ri
                 agents = [f"ring-{run}-{m}" for m in range(3)]
                 acked = {}
                 for m, waiter in enumerate(agents):
-                    started = Event(
-                        "WaitStarted",
-                        {
-                            **envelope(f"ws-{run}-{m}", now_ms()),
-                            "wait_id": f"w-{run}-{m}",
-                            "waiter_agent_id": waiter,
-                            "waits_for_agent_id": agents[(m + 1) % 3],
-                            "mission_id": None,
-                            "task_id": None,
-                        },
+                    started = WaitStarted(
+                        **envelope(f"ws-{run}-{m}", now_ms()),
+                        wait_id=f"w-{run}-{m}",
+                        waiter_agent_id=waiter,
+                        waits_for_agent_id=agents[(m + 1) % 3],
                     )
                     await producer.send_and_wait(WAITS, codec.encode(started), key=waiter.encode())
                     acked[started.event_id] = now_ms()
                 await alerts.wait_for(lambda run=run: _ring_alert(alerts, run) is not None, 30)
                 alert = _ring_alert(alerts, run)
-                trigger = alert.data["causation_id"]
+                trigger = alert.causation_id
                 await waits.wait_for(lambda trigger=trigger: trigger in waits.read_ms, 30)
                 results.append(
-                    Ring(acked[trigger], waits.read_ms[trigger], alert.occurred_at_ms, alerts.read_ms[alert.event_id])
+                    Ring(acked[trigger], waits.read_ms[trigger], alert.occurred_at, alerts.read_ms[alert.event_id])
                 )
                 if (n + 1) % 10 == 0:
                     console.print(f"  {n + 1}/{rings} rings detected")
@@ -235,9 +233,9 @@ async def deadlocks(settings: Settings, rings: int, console: Console) -> list[Ri
     return results
 
 
-def _ring_alert(alerts: Collector, run: str) -> Event | None:
+def _ring_alert(alerts: Collector, run: str) -> DeadlockDetected | None:
     """The DeadlockDetected of one ring, by its agents' run id."""
-    found = [e for e in alerts.named("DeadlockDetected") if any(run in agent for agent in e.data["cycle"])]
+    found = [e for e in alerts.named(DeadlockDetected) if any(run in agent for agent in e.cycle)]
     return found[0] if found else None
 
 
@@ -287,19 +285,15 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
                 (
                     REGISTRY,
                     agent,
-                    Event(
-                        "AgentRegistered",
-                        {
-                            **envelope(f"reg-{agent}", t0),
-                            "agent_id": agent,
-                            "capabilities": ["code"],
-                            "model": "m",
-                            "brain": "scripted",
-                            "node": "n",
-                            "gpu": None,
-                            "region": REGION,
-                            "slot": n,
-                        },
+                    AgentRegistered(
+                        **envelope(f"reg-{agent}", t0),
+                        agent_id=agent,
+                        capabilities=["code"],
+                        model="m",
+                        brain="scripted",
+                        node="n",
+                        region=REGION,
+                        slot=n,
                     ),
                 )
             )
@@ -309,18 +303,14 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
                 (
                     HEARTBEATS,
                     agent,
-                    Event(
-                        "AgentHeartbeat",
-                        {
-                            **envelope(f"hb-{run}-{n}", t0 + 1 + n // FAKE_AGENTS),
-                            "agent_id": agent,
-                            "registration_id": f"reg-{agent}",
-                            "sequence": n,
-                            "status": "BUSY",
-                            "in_flight_task": None,
-                            "region": REGION,
-                            "slot": n % FAKE_AGENTS,
-                        },
+                    AgentHeartbeat(
+                        **envelope(f"hb-{run}-{n}", t0 + 1 + n // FAKE_AGENTS),
+                        agent_id=agent,
+                        registration_id=f"reg-{agent}",
+                        sequence=n,
+                        status="BUSY",
+                        region=REGION,
+                        slot=n % FAKE_AGENTS,
                     ),
                 )
             )
@@ -331,24 +321,19 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
                 (
                     USAGE,
                     agent,
-                    Event(
-                        "TokensUsed",
-                        {
-                            **envelope(f"tu-{run}-{n}", t0 + n // FAKE_AGENTS),
-                            "agent_id": agent,
-                            "generation_id": f"g-{n}",
-                            "prompt_tokens": 30,
-                            "completion_tokens": 20,
-                            "mission_id": None,
-                            "task_id": None,
-                        },
+                    TokensUsed(
+                        **envelope(f"tu-{run}-{n}", t0 + n // FAKE_AGENTS),
+                        agent_id=agent,
+                        generation_id=f"g-{n}",
+                        prompt_tokens=30,
+                        completion_tokens=20,
                     ),
                 )
             )
     else:
         for n in range(count):
             waiter = agents[(n // 2) % FAKE_AGENTS]
-            wait = {
+            wait: dict[str, Any] = {
                 "wait_id": f"w-{run}-{n // 2}",
                 "waiter_agent_id": waiter,
                 "waits_for_agent_id": agents[(n // 2 + 1) % FAKE_AGENTS],
@@ -358,10 +343,7 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
                     (
                         WAITS,
                         waiter,
-                        Event(
-                            "WaitStarted",
-                            {**envelope(f"ws-{run}-{n}", t0 + n), **wait, "mission_id": None, "task_id": None},
-                        ),
+                        WaitStarted(**envelope(f"ws-{run}-{n}", t0 + n), **wait),
                     )
                 )
             else:
@@ -369,7 +351,7 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
                     (
                         WAITS,
                         waiter,
-                        Event("WaitEnded", {**envelope(f"we-{run}-{n}", t0 + n), **wait, "outcome": "ANSWERED"}),
+                        WaitEnded(**envelope(f"we-{run}-{n}", t0 + n), **wait, outcome="ANSWERED"),
                     )
                 )
     return [(topic, key, codec.encode(event)) for topic, key, event in out]
@@ -553,24 +535,19 @@ async def recovery(settings: Settings, worker: TimedWorker, restarts: int, conso
                 await producer.send_and_wait(
                     USAGE,
                     codec.encode(
-                        Event(
-                            "TokensUsed",
-                            {
-                                **envelope(f"tu-{agent}", now_ms()),
-                                "agent_id": agent,
-                                "generation_id": f"g-{agent}",
-                                "prompt_tokens": BUDGET_TOKENS,
-                                "completion_tokens": 1,
-                                "mission_id": None,
-                                "task_id": None,
-                            },
+                        TokensUsed(
+                            **envelope(f"tu-{agent}", now_ms()),
+                            agent_id=agent,
+                            generation_id=f"g-{agent}",
+                            prompt_tokens=BUDGET_TOKENS,
+                            completion_tokens=1,
                         )
                     ),
                     key=agent.encode(),
                 )
                 restarted = time.monotonic()
                 ready = asyncio.create_task(asyncio.to_thread(worker.start))
-                await watch.wait_for(lambda agent=agent: watch.named("BudgetExceeded", agent_id=agent), 600)
+                await watch.wait_for(lambda agent=agent: watch.named(BudgetExceeded, agent_id=agent), 600)
                 processed = time.monotonic()
                 await ready
                 ready_at = worker.ready_s

@@ -2,60 +2,65 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from swarmlog.coordinator.dispatch import reassign
 from swarmlog.coordinator.draft import Draft
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDelisted,
+    AgentDeregistered,
+    AgentEnlisted,
+    AgentRegistered,
+    AgentThrottleNoted,
+    BudgetExceeded,
+    BudgetRestored,
+)
 
-Data = Mapping[str, Any]
 
-
-def on_registered(draft: Draft, data: Data) -> None:
+def on_registered(draft: Draft, registered: AgentRegistered) -> None:
     """Enlist an agent of this region that is new, back, or changed; other regions' agents are not ours."""
-    if data["region"] != draft.state.config.region:
+    if registered.region != draft.state.config.region:
         return
-    capabilities = frozenset(data.get("capabilities", ()))
-    known = draft.state.agents.get(data["agent_id"])
+    capabilities = frozenset(registered.capabilities)
+    known = draft.state.agents.get(registered.agent_id)
     if (
         known
         and known.alive
-        and (known.slot, known.capabilities, known.model) == (data["slot"], capabilities, data["model"])
+        and (known.slot, known.capabilities, known.model) == (registered.slot, capabilities, registered.model)
     ):
         return
     draft.emit(
-        "AgentEnlisted",
+        AgentEnlisted,
         None,
-        agent_id=data["agent_id"],
-        region=data["region"],
-        slot=data["slot"],
+        agent_id=registered.agent_id,
+        region=registered.region,
+        slot=registered.slot,
         capabilities=sorted(capabilities),
-        model=data["model"],
+        model=registered.model,
     )
 
 
-def on_deregistered(draft: Draft, data: Data) -> None:
+def on_deregistered(draft: Draft, deregistered: AgentDeregistered) -> None:
     """Delist an agent that left cleanly and reassign its task."""
-    _delist(draft, data["agent_id"], f"deregistered: {data['reason']}")
+    _delist(draft, deregistered.agent_id, f"deregistered: {deregistered.reason}")
 
 
-def on_declared_dead(draft: Draft, data: Data) -> None:
+def on_declared_dead(draft: Draft, dead: AgentDeclaredDead) -> None:
     """Delist an agent that stopped heartbeating and reassign its task."""
-    _delist(draft, data["agent_id"], f"declared dead: no heartbeat for {data['timeout_ms']} ms")
+    _delist(draft, dead.agent_id, f"declared dead: no heartbeat for {dead.timeout_ms} ms")
 
 
-def on_budget_exceeded(draft: Draft, data: Data) -> None:
+def on_budget_exceeded(draft: Draft, exceeded: BudgetExceeded) -> None:
     """Stop routing to an agent over its token budget."""
-    agent = draft.state.agents.get(data["agent_id"])
+    agent = draft.state.agents.get(exceeded.agent_id)
     if agent and agent.alive and not agent.throttled:
-        draft.emit("AgentThrottleNoted", None, agent_id=agent.agent_id, throttled=True)
+        draft.emit(AgentThrottleNoted, None, agent_id=agent.agent_id, throttled=True)
 
 
-def on_budget_restored(draft: Draft, data: Data) -> None:
+def on_budget_restored(draft: Draft, restored: BudgetRestored) -> None:
     """Route to a throttled agent again once its budget window restarts."""
-    agent = draft.state.agents.get(data["agent_id"])
+    agent = draft.state.agents.get(restored.agent_id)
     if agent and agent.throttled:
-        draft.emit("AgentThrottleNoted", None, agent_id=agent.agent_id, throttled=False)
+        draft.emit(AgentThrottleNoted, None, agent_id=agent.agent_id, throttled=False)
 
 
 def _delist(draft: Draft, agent_id: str, reason: str) -> None:
@@ -63,6 +68,6 @@ def _delist(draft: Draft, agent_id: str, reason: str) -> None:
     agent = draft.state.agents.get(agent_id)
     if agent is None or not agent.alive:
         return
-    draft.emit("AgentDelisted", None, agent_id=agent_id, reason=reason)
+    draft.emit(AgentDelisted, None, agent_id=agent_id, reason=reason)
     if agent.task is not None:
         reassign(draft, agent.task, agent_id, reason)

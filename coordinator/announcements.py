@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypedDict
 
 from swarmlog.coordinator.state import State
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import CoordinatorAnnounced
 
 MISSED_INTERVALS = 3
 """A coordinator silent for this many of its announcement intervals no longer serves its region."""
@@ -33,18 +34,17 @@ class Announcement:
 
 def evolve(latest: Mapping[str, Announcement], event: Event) -> Mapping[str, Announcement]:
     """Fold one CoordinatorAnnounced in: the newest announcement per region wins (an older one changes nothing)."""
-    if event.name != "CoordinatorAnnounced":
+    if not isinstance(event, CoordinatorAnnounced):
         return latest
-    data = event.data
     announced = Announcement(
-        region=data["region"],
-        coordinator_id=data["coordinator_id"],
-        serving=data["serving"],
-        at_ms=to_millis(data["occurred_at"]),
-        interval_ms=data["interval_ms"],
-        agents=data["agents"],
-        idle_agents=data["idle_agents"],
-        active_missions=data["active_missions"],
+        region=event.region,
+        coordinator_id=event.coordinator_id,
+        serving=event.serving,
+        at_ms=event.occurred_at,
+        interval_ms=event.interval_ms,
+        agents=event.agents,
+        idle_agents=event.idle_agents,
+        active_missions=event.active_missions,
     )
     before = latest.get(announced.region)
     if before is not None and before.at_ms > announced.at_ms:
@@ -65,7 +65,15 @@ def served(latest: Mapping[str, Announcement], regions: Iterable[str], now_ms: i
     return tuple(region for region in regions if region in latest and latest[region].serves_at(now_ms))
 
 
-def figures(state: State) -> dict[str, Any]:
+class Figures(TypedDict):
+    """What a CoordinatorAnnounced tells about its region besides who serves it."""
+
+    agents: int
+    idle_agents: int
+    active_missions: int
+
+
+def figures(state: State) -> Figures:
     """What a coordinator announces about its region: alive and idle agents, missions not ended."""
     alive = [agent for agent in state.agents.values() if agent.alive]
     return {

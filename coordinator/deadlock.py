@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.draft import Draft
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.records import DeadlockBroken, DeadlockDetected, PeerAnswered
 
 
-def on_detected(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
+def on_detected(draft: Draft, detected: DeadlockDetected) -> Rejected | None:
     """DeadlockBroken for the youngest wait, when its waiter is this region's (`answer` tells the waiter)."""
-    cycle, wait_ids, started = list(data["cycle"]), list(data["wait_ids"]), list(data["waits_started_at"])
+    cycle, wait_ids, started = list(detected.cycle), list(detected.wait_ids), list(detected.waits_started_at)
     if not cycle or not len(wait_ids) == len(started) == len(cycle):
         return Rejected(
             f"DeadlockDetected needs one wait id and start per agent of its cycle; got {cycle}, "
@@ -20,35 +17,29 @@ def on_detected(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
         )
     if draft.state.broken_waits.intersection(wait_ids):
         return None
-    youngest = max(range(len(cycle)), key=lambda index: (to_millis(started[index]), wait_ids[index]))
+    youngest = max(range(len(cycle)), key=lambda index: (started[index], wait_ids[index]))
     waiter, wait_id = cycle[youngest], wait_ids[youngest]
     agent = draft.state.agents.get(waiter)
     if agent is None:
         return None
     mission_id = agent.task[0] if agent.task else None
-    draft.emit(
-        "DeadlockBroken", mission_id, cycle=cycle, wait_id=wait_id, waiter_agent_id=waiter, mission_id=mission_id
-    )
+    draft.emit(DeadlockBroken, mission_id, cycle=cycle, wait_id=wait_id, waiter_agent_id=waiter, mission_id=mission_id)
     return None
 
 
-def answer(broken: Event) -> Event:
+def answer(broken: DeadlockBroken) -> PeerAnswered:
     """The error PeerAnswered that a DeadlockBroken sends its waiter (id and envelope derived from it)."""
-    data = broken.data
-    cycle, waiter, wait_id = list(data["cycle"]), data["waiter_agent_id"], data["wait_id"]
+    cycle, waiter, wait_id = list(broken.cycle), broken.waiter_agent_id, broken.wait_id
     loop = " -> ".join([*cycle, cycle[0]])
-    return Event(
-        "PeerAnswered",
-        {
-            "event_id": f"{broken.event_id}/answer",
-            "occurred_at": data["occurred_at"],
-            "correlation_id": data["correlation_id"],
-            "causation_id": broken.event_id,
-            "producer": data["producer"],
-            "question_id": wait_id,
-            "from_agent_id": cycle[(cycle.index(waiter) + 1) % len(cycle)],
-            "to_agent_id": waiter,
-            "answer": None,
-            "error": f"deadlock: your wait {wait_id} was aborted to break the cycle {loop}; continue without this answer",
-        },
+    return PeerAnswered(
+        event_id=f"{broken.event_id}/answer",
+        occurred_at=broken.occurred_at,
+        correlation_id=broken.correlation_id,
+        causation_id=broken.event_id,
+        producer=broken.producer,
+        question_id=wait_id,
+        from_agent_id=cycle[(cycle.index(waiter) + 1) % len(cycle)],
+        to_agent_id=waiter,
+        answer=None,
+        error=f"deadlock: your wait {wait_id} was aborted to break the cycle {loop}; continue without this answer",
     )

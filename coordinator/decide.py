@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from swarmlog.coordinator import agents, deadlock, missions, results, starts, voting
 from swarmlog.coordinator.commands import Command, Decision, Rejected, Tick
 from swarmlog.coordinator.dispatch import drain
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import State
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDeregistered,
+    AgentRegistered,
+    BudgetExceeded,
+    BudgetRestored,
+    DeadlockDetected,
+    MissionSubmitted,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    TaskStarted,
+    VoteCast,
+)
 
-Handler = Callable[[Draft, Mapping[str, Any]], "Rejected | None"]
-
-_HANDLERS: dict[str, Handler] = {
-    "MissionSubmitted": missions.on_submitted,
-    "TaskStarted": starts.on_started,
-    "TaskCompleted": results.on_completed,
-    "TaskFailed": results.on_failed,
-    "TaskReleased": results.on_released,
-    "VoteCast": voting.on_vote_cast,
-    "AgentRegistered": agents.on_registered,
-    "AgentDeregistered": agents.on_deregistered,
-    "AgentDeclaredDead": agents.on_declared_dead,
-    "BudgetExceeded": agents.on_budget_exceeded,
-    "BudgetRestored": agents.on_budget_restored,
-    "DeadlockDetected": deadlock.on_detected,
-}
-INPUTS = frozenset(_HANDLERS)
-"""The input event names decide takes (besides Tick)."""
+INPUTS: tuple[type[Event], ...] = (
+    MissionSubmitted,
+    TaskStarted,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    VoteCast,
+    AgentRegistered,
+    AgentDeregistered,
+    AgentDeclaredDead,
+    BudgetExceeded,
+    BudgetRestored,
+    DeadlockDetected,
+)
+"""The input event classes decide takes (besides Tick)."""
 
 
 def decide(command: Command, state: State) -> Decision | Rejected:
@@ -38,12 +47,12 @@ def decide(command: Command, state: State) -> Decision | Rejected:
         missions.on_tick(draft, command.inputs_since_ms)
     else:
         event = command.event
-        handler = _HANDLERS.get(event.name)
-        if handler is None:
-            return Rejected(f"the coordinator does not take {event.name} events; it takes {sorted(INPUTS)} and ticks")
-        if _already_handled(state, event.data):
+        if not isinstance(event, INPUTS):
+            names = sorted(kind.name for kind in INPUTS)
+            return Rejected(f"the coordinator does not take {event.name} events; it takes {names} and ticks")
+        if _already_handled(state, event):
             return Decision()
-        rejected = handler(draft, event.data)
+        rejected = _handle(draft, event)
         if rejected is not None:
             return rejected
     if draft.events:
@@ -51,10 +60,50 @@ def decide(command: Command, state: State) -> Decision | Rejected:
     return Decision(tuple(draft.events))
 
 
-def _already_handled(state: State, data: Mapping[str, Any]) -> bool:
+def _handle(draft: Draft, event: Event) -> Rejected | None:
+    """Decide on one input event."""
+    match event:
+        case MissionSubmitted():
+            missions.on_submitted(draft, event)
+        case TaskStarted():
+            starts.on_started(draft, event)
+        case TaskCompleted():
+            return results.on_completed(draft, event)
+        case TaskFailed():
+            return results.on_failed(draft, event)
+        case TaskReleased():
+            return results.on_released(draft, event)
+        case VoteCast():
+            return voting.on_vote_cast(draft, event)
+        case AgentRegistered():
+            agents.on_registered(draft, event)
+        case AgentDeregistered():
+            agents.on_deregistered(draft, event)
+        case AgentDeclaredDead():
+            agents.on_declared_dead(draft, event)
+        case BudgetExceeded():
+            agents.on_budget_exceeded(draft, event)
+        case BudgetRestored():
+            agents.on_budget_restored(draft, event)
+        case DeadlockDetected():
+            return deadlock.on_detected(draft, event)
+    return None
+
+
+def _already_handled(state: State, event: Event) -> bool:
     """Whether the input already caused events of its mission (a redelivery)."""
-    mission = state.missions.get(data.get("mission_id") or "")
-    return mission is not None and data["event_id"] in mission.handled
+    match event:
+        case (
+            MissionSubmitted(mission_id=mission_id)
+            | TaskStarted(mission_id=mission_id)
+            | TaskCompleted(mission_id=mission_id)
+            | TaskFailed(mission_id=mission_id)
+            | TaskReleased(mission_id=mission_id)
+            | VoteCast(mission_id=mission_id)
+        ):
+            mission = state.missions.get(mission_id)
+            return mission is not None and event.event_id in mission.handled
+    return False
 
 
 def _follow_through(draft: Draft) -> None:

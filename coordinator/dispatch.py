@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from swarmlog.coordinator import routing
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import DONE, RUNNING, Agent, Mission, TaskKey, TaskSpec
+from swarmlog.schemas.records import TaskAssigned, TaskQueued, TaskReassigned
 
 
 def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
@@ -14,7 +15,7 @@ def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
     attempt = draft.state.missions[mission_id].replica(spec.task_id, index).attempt + 1
     if not _assign(draft, mission_id, spec, index, attempt):
         draft.emit(
-            "TaskQueued",
+            TaskQueued,
             mission_id,
             mission_id=mission_id,
             task_id=spec.task_id,
@@ -39,7 +40,7 @@ def reassign(draft: Draft, key: TaskKey, agent_id: str, reason: str) -> None:
     mission_id, task_id, index = key
     attempt = draft.state.missions[mission_id].replica(task_id, index).attempt
     draft.emit(
-        "TaskReassigned",
+        TaskReassigned,
         mission_id,
         mission_id=mission_id,
         task_id=task_id,
@@ -63,7 +64,7 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
         return False
     agent, score = choice
     draft.emit(
-        "TaskAssigned",
+        TaskAssigned,
         mission_id,
         mission_id=mission_id,
         task_id=spec.task_id,

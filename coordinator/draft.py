@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from swarmlog.coordinator.evolve import evolve
 from swarmlog.coordinator.state import State
-from swarmlog.schemas.events import EPOCH, Event
+from swarmlog.schemas.events import Event
 
-
-def from_millis(ms: int) -> datetime:
-    """The aware UTC datetime of milliseconds since the epoch."""
-    return EPOCH + timedelta(milliseconds=ms)
+E = TypeVar("E", bound=Event)
 
 
 class Draft:
@@ -25,20 +21,18 @@ class Draft:
         self.events: list[Event] = []
         self.touched: dict[str, None] = {}
 
-    def emit(self, name: str, mission_id: str | None, /, **fields: Any) -> None:
-        """Append an event (id f"{cause}/{index}", occurred now, caused by the command) and fold it."""
-        event = Event(
-            name,
-            {
-                "event_id": f"{self.cause_id}/{len(self.events)}",
-                "occurred_at": from_millis(self.now_ms),
-                "correlation_id": mission_id,
-                "causation_id": self.cause_id,
-                "producer": f"coordinator:{self.state.config.region}",
-                **fields,
-            },
+    def emit(self, event_class: type[E], mission_id: str | None, /, **fields: Any) -> E:
+        """Append an event (id f"{cause}/{index}", occurred now, caused by the command), fold it, and return it."""
+        event = event_class(
+            event_id=f"{self.cause_id}/{len(self.events)}",
+            occurred_at=self.now_ms,
+            correlation_id=mission_id,
+            causation_id=self.cause_id,
+            producer=f"coordinator:{self.state.config.region}",
+            **fields,
         )
         self.events.append(event)
         self.state = evolve(self.state, event)
         if mission_id is not None:
             self.touched[mission_id] = None
+        return event

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from swarmlog.coordinator import plan
 from swarmlog.coordinator.state import (
@@ -25,33 +25,131 @@ from swarmlog.coordinator.state import (
     State,
     TaskKey,
 )
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDelisted,
+    AgentEnlisted,
+    AgentThrottleNoted,
+    ConsensusReached,
+    ConsensusTimedOut,
+    DeadlockBroken,
+    MissionAccepted,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    MissionRetired,
+    PhaseStarted,
+    PlanAdopted,
+    TaskAssigned,
+    TaskCancelled,
+    TaskQueued,
+    TaskReassigned,
+    TaskResultRecorded,
+    TaskStartRecorded,
+    VoteRecorded,
+    VoteRequested,
+)
 from swarmlog.streams.persistent import PSet
 
-Data = Mapping[str, Any]
+
+class ReplicaEvent(Protocol):
+    """An event about one replica of one task."""
+
+    @property
+    def mission_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def replica(self) -> int: ...
 
 
 def evolve(state: State, event: Event) -> State:
     """The state after a journal event; other kinds, and events about unknown missions or agents, change nothing."""
-    apply = _APPLY.get(event.name)
-    if apply is None or not _refers_to_known(state, event):
+    if not _refers_to_known(state, event):
         return state
-    return _note_handled(apply(state, event.data), event.data)
+    after = _apply(state, event)
+    return state if after is None else _note_handled(after, event)
 
 
 def _refers_to_known(state: State, event: Event) -> bool:
     """Whether the mission or agent the event updates is in the state (the records that create them aside)."""
-    if event.name in _ABOUT_MISSION:
-        return event.data["mission_id"] in state.missions
-    if event.name in _ABOUT_AGENT:
-        return event.data["agent_id"] in state.agents
+    if isinstance(event, AgentDelisted | AgentThrottleNoted):
+        return event.agent_id in state.agents
+    if isinstance(
+        event,
+        PhaseStarted
+        | PlanAdopted
+        | TaskQueued
+        | TaskAssigned
+        | TaskStartRecorded
+        | TaskReassigned
+        | TaskCancelled
+        | TaskResultRecorded
+        | VoteRequested
+        | VoteRecorded
+        | ConsensusReached
+        | ConsensusTimedOut
+        | MissionCompleted
+        | MissionFailed
+        | MissionRetired,
+    ):
+        return event.mission_id in state.missions
     return True
 
 
-def _note_handled(state: State, data: Data) -> State:
+def _apply(state: State, event: Event) -> State | None:
+    """The state after an event of a kind the coordinator journals, or None for any other kind."""
+    match event:
+        case MissionAccepted():
+            return _accepted(state, event)
+        case MissionRejected(mission_id=mission_id):
+            return dataclasses.replace(state, rejected=state.rejected | {mission_id})
+        case PhaseStarted(mission_id=mission_id, phase=phase):
+            return _put(state, dataclasses.replace(state.missions[mission_id], phase=phase))
+        case PlanAdopted():
+            return _plan_adopted(state, event)
+        case TaskQueued():
+            return _queued(state, event)
+        case TaskAssigned():
+            return _assigned(state, event)
+        case TaskStartRecorded():
+            return _set_replica(state, event, started=True)
+        case TaskReassigned():
+            return _reassigned(state, event)
+        case TaskCancelled():
+            return _free(_set_replica(state, event, status=CANCELLED), event.agent_id, _key(event))
+        case TaskResultRecorded():
+            return _result(state, event)
+        case AgentEnlisted():
+            return _enlisted(state, event)
+        case AgentDelisted(agent_id=agent_id):
+            return _put_agent(state, dataclasses.replace(state.agents[agent_id], alive=False))
+        case AgentThrottleNoted(agent_id=agent_id, throttled=throttled):
+            return _put_agent(state, dataclasses.replace(state.agents[agent_id], throttled=throttled))
+        case VoteRequested():
+            return _vote_requested(state, event)
+        case VoteRecorded():
+            return _vote_recorded(state, event)
+        case ConsensusReached(mission_id=mission_id) | ConsensusTimedOut(mission_id=mission_id):
+            mission = state.missions[mission_id]
+            decided = dataclasses.replace(mission, decision=event.output, consensus_ms=event.consensus_ms)
+            return _put(state, decided)
+        case MissionCompleted():
+            return _ended(state, event.mission_id, COMPLETED, event.occurred_at)
+        case MissionFailed():
+            return _ended(state, event.mission_id, MISSION_FAILED, event.occurred_at)
+        case MissionRetired(mission_id=mission_id):
+            missions = {key: mission for key, mission in state.missions.items() if key != mission_id}
+            return dataclasses.replace(state, missions=missions, retired=PSet(state.retired).add(mission_id))
+        case DeadlockBroken(wait_id=wait_id):
+            return dataclasses.replace(state, broken_waits=state.broken_waits | {wait_id})
+    return None
+
+
+def _note_handled(state: State, event: Event) -> State:
     """Remember, on the event's mission, the input that caused it (redeliveries of it are then skipped)."""
-    mission = state.missions.get(data.get("correlation_id") or "")
-    cause = data.get("causation_id")
+    mission = state.missions.get(event.correlation_id or "")
+    cause = event.causation_id
     if mission is None or cause is None or cause in mission.handled:
         return state
     return _put(state, dataclasses.replace(mission, handled=mission.handled | {cause}))
@@ -67,15 +165,15 @@ def _put_agent(state: State, agent: Agent) -> State:
     return dataclasses.replace(state, agents={**state.agents, agent.agent_id: agent})
 
 
-def _key(data: Data) -> TaskKey:
+def _key(event: ReplicaEvent) -> TaskKey:
     """The (mission, task, replica) an event is about."""
-    return data["mission_id"], data["task_id"], data["replica"]
+    return event.mission_id, event.task_id, event.replica
 
 
-def _set_replica(state: State, data: Data, **changes: Any) -> State:
+def _set_replica(state: State, event: ReplicaEvent, **changes: Any) -> State:
     """The state with one replica of one task changed."""
-    mission = state.missions[data["mission_id"]]
-    at = (data["task_id"], data["replica"])
+    mission = state.missions[event.mission_id]
+    at = (event.task_id, event.replica)
     replica = dataclasses.replace(mission.replica(*at), **changes)
     return _put(state, dataclasses.replace(mission, replicas={**mission.replicas, at: replica}))
 
@@ -94,55 +192,46 @@ def _unqueue(state: State, keep: Callable[[TaskKey], bool]) -> State:
     return state if len(queue) == len(state.queue) else dataclasses.replace(state, queue=queue)
 
 
-def _accepted(state: State, data: Data) -> State:
-    consensus = data.get("consensus") or {}
-    deadline = data.get("deadline_at")
+def _accepted(state: State, event: MissionAccepted) -> State:
+    consensus = event.consensus
     return _put(
         state,
         Mission(
-            mission_id=data["mission_id"],
-            title=data["title"],
-            submitted_at=to_millis(data["submitted_at"]),
-            deadline_at=None if deadline is None else to_millis(deadline),
-            token_budget=data.get("token_budget"),
-            consensus=ConsensusSpec(**consensus),
-            tasks=plan.mission_tasks(data),
+            mission_id=event.mission_id,
+            title=event.title,
+            submitted_at=event.submitted_at,
+            deadline_at=event.deadline_at,
+            token_budget=event.token_budget,
+            consensus=ConsensusSpec(consensus.strategy, consensus.window_ms, consensus.quorum),
+            tasks=plan.mission_tasks(event),
         ),
     )
 
 
-def _rejected(state: State, data: Data) -> State:
-    return dataclasses.replace(state, rejected=state.rejected | {data["mission_id"]})
-
-
-def _phase_started(state: State, data: Data) -> State:
-    return _put(state, dataclasses.replace(state.missions[data["mission_id"]], phase=data["phase"]))
-
-
-def _plan_adopted(state: State, data: Data) -> State:
-    mission = state.missions[data["mission_id"]]
-    planned = {record["task_id"]: plan.from_record(record) for record in data["tasks"]}
+def _plan_adopted(state: State, event: PlanAdopted) -> State:
+    mission = state.missions[event.mission_id]
+    planned = {record.task_id: plan.from_record(record) for record in event.tasks}
     return _put(state, dataclasses.replace(mission, tasks={**mission.tasks, **planned}))
 
 
-def _queued(state: State, data: Data) -> State:
-    state = _set_replica(state, data, status=QUEUED, attempt=data["attempt"], agent_id=None)
-    key = _key(data)
+def _queued(state: State, event: TaskQueued) -> State:
+    state = _set_replica(state, event, status=QUEUED, attempt=event.attempt, agent_id=None)
+    key = _key(event)
     return state if key in state.queue else dataclasses.replace(state, queue=(*state.queue, key))
 
 
-def _assigned(state: State, data: Data) -> State:
-    key, agent_id = _key(data), data["agent_id"]
+def _assigned(state: State, event: TaskAssigned) -> State:
+    key, agent_id = _key(event), event.agent_id
     state = _set_replica(
         state,
-        data,
+        event,
         status=RUNNING,
-        attempt=data["attempt"],
+        attempt=event.attempt,
         agent_id=agent_id,
-        assigned_at=to_millis(data["occurred_at"]),
+        assigned_at=event.occurred_at,
         started=False,
     )
-    mission = state.missions[data["mission_id"]]
+    mission = state.missions[event.mission_id]
     if agent_id not in mission.agents:
         state = _put(state, dataclasses.replace(mission, agents=mission.agents | {agent_id}))
     agent = state.agents.get(agent_id)
@@ -151,138 +240,75 @@ def _assigned(state: State, data: Data) -> State:
     return _unqueue(state, lambda queued: queued != key)
 
 
-def _start_recorded(state: State, data: Data) -> State:
-    return _set_replica(state, data, started=True)
+def _reassigned(state: State, event: TaskReassigned) -> State:
+    replica = state.missions[event.mission_id].replica(event.task_id, event.replica)
+    state = _set_replica(state, event, status=PENDING, agent_id=None, tried=replica.tried | {event.from_agent_id})
+    return _free(state, event.from_agent_id, _key(event))
 
 
-def _reassigned(state: State, data: Data) -> State:
-    replica = state.missions[data["mission_id"]].replica(data["task_id"], data["replica"])
-    state = _set_replica(state, data, status=PENDING, agent_id=None, tried=replica.tried | {data["from_agent_id"]})
-    return _free(state, data["from_agent_id"], _key(data))
-
-
-def _cancelled(state: State, data: Data) -> State:
-    return _free(_set_replica(state, data, status=CANCELLED), data["agent_id"], _key(data))
-
-
-def _result(state: State, data: Data) -> State:
-    if data.get("stale"):
+def _result(state: State, event: TaskResultRecorded) -> State:
+    if event.stale:
         return state
-    mission = state.missions[data["mission_id"]]
-    replica = mission.replica(data["task_id"], data["replica"])
-    if data["succeeded"]:
-        changes: dict[str, Any] = {"status": DONE, "output": data.get("output")}
+    mission = state.missions[event.mission_id]
+    replica = mission.replica(event.task_id, event.replica)
+    if event.succeeded:
+        changes: dict[str, Any] = {"status": DONE, "output": event.output}
     else:
         failures = replica.failures + 1
         changes = {
             "status": FAILED if failures >= MAX_ATTEMPTS else PENDING,
             "failures": failures,
-            "tried": replica.tried | {data["agent_id"]},
+            "tried": replica.tried | {event.agent_id},
         }
     state = _put(
         state,
         dataclasses.replace(
             mission,
-            tokens=mission.tokens + data.get("tokens", 0),
-            completed=mission.completed + bool(data["succeeded"]),
-            failed=mission.failed + (not data["succeeded"]),
-            malformed=mission.malformed + bool(data.get("malformed")),
+            tokens=mission.tokens + event.tokens,
+            completed=mission.completed + event.succeeded,
+            failed=mission.failed + (not event.succeeded),
+            malformed=mission.malformed + event.malformed,
         ),
     )
-    return _free(_set_replica(state, data, **changes), data["agent_id"], _key(data))
+    return _free(_set_replica(state, event, **changes), event.agent_id, _key(event))
 
 
-def _enlisted(state: State, data: Data) -> State:
-    known = state.agents.get(data["agent_id"]) or Agent(data["agent_id"], data["region"], data["slot"], frozenset())
+def _enlisted(state: State, event: AgentEnlisted) -> State:
+    known = state.agents.get(event.agent_id) or Agent(event.agent_id, event.region, event.slot, frozenset())
     return _put_agent(
         state,
         dataclasses.replace(
             known,
-            region=data["region"],
-            slot=data["slot"],
-            capabilities=frozenset(data.get("capabilities", ())),
-            model=data.get("model", ""),
+            region=event.region,
+            slot=event.slot,
+            capabilities=frozenset(event.capabilities),
+            model=event.model,
             alive=True,
         ),
     )
 
 
-def _delisted(state: State, data: Data) -> State:
-    return _put_agent(state, dataclasses.replace(state.agents[data["agent_id"]], alive=False))
-
-
-def _throttle_noted(state: State, data: Data) -> State:
-    return _put_agent(state, dataclasses.replace(state.agents[data["agent_id"]], throttled=data["throttled"]))
-
-
-def _vote_requested(state: State, data: Data) -> State:
-    mission = state.missions[data["mission_id"]]
+def _vote_requested(state: State, event: VoteRequested) -> State:
+    mission = state.missions[event.mission_id]
     ballot = mission.ballot or Ballot(
-        ballot_id=data["ballot_id"],
-        candidates=tuple(Candidate(c["candidate_id"], c["agent_id"], c["output"]) for c in data["candidates"]),
-        opened_at=to_millis(data["occurred_at"]),
-        deadline_at=to_millis(data["deadline_at"]),
+        ballot_id=event.ballot_id,
+        candidates=tuple(Candidate(c.candidate_id, c.agent_id, c.output) for c in event.candidates),
+        opened_at=event.occurred_at,
+        deadline_at=event.deadline_at,
     )
-    ballot = dataclasses.replace(ballot, voters=(*ballot.voters, data["voter_agent_id"]))
+    ballot = dataclasses.replace(ballot, voters=(*ballot.voters, event.voter_agent_id))
     return _put(state, dataclasses.replace(mission, ballot=ballot))
 
 
-def _vote_recorded(state: State, data: Data) -> State:
-    mission = state.missions[data["mission_id"]]
+def _vote_recorded(state: State, event: VoteRecorded) -> State:
+    mission = state.missions[event.mission_id]
     ballot = mission.ballot
     if ballot is None:
         return state
-    votes = {**ballot.votes, data["voter_agent_id"]: (data["candidate_id"], data.get("confidence", 1.0))}
+    votes = {**ballot.votes, event.voter_agent_id: (event.candidate_id, event.confidence)}
     return _put(state, dataclasses.replace(mission, ballot=dataclasses.replace(ballot, votes=votes)))
 
 
-def _consensus(state: State, data: Data) -> State:
-    mission = state.missions[data["mission_id"]]
-    return _put(state, dataclasses.replace(mission, decision=data.get("output"), consensus_ms=data["consensus_ms"]))
-
-
-def _ended(phase: str) -> Callable[[State, Data], State]:
-    def end(state: State, data: Data) -> State:
-        mission_id = data["mission_id"]
-        ended = dataclasses.replace(state.missions[mission_id], phase=phase, ended_at=to_millis(data["occurred_at"]))
-        return _unqueue(_put(state, ended), lambda queued: queued[0] != mission_id)
-
-    return end
-
-
-def _retired(state: State, data: Data) -> State:
-    mission_id = data["mission_id"]
-    missions = {key: mission for key, mission in state.missions.items() if key != mission_id}
-    return dataclasses.replace(state, missions=missions, retired=PSet(state.retired).add(mission_id))
-
-
-def _deadlock_broken(state: State, data: Data) -> State:
-    return dataclasses.replace(state, broken_waits=state.broken_waits | {data["wait_id"]})
-
-
-_APPLY: dict[str, Callable[[State, Data], State]] = {
-    "MissionAccepted": _accepted,
-    "MissionRejected": _rejected,
-    "PhaseStarted": _phase_started,
-    "PlanAdopted": _plan_adopted,
-    "TaskQueued": _queued,
-    "TaskAssigned": _assigned,
-    "TaskStartRecorded": _start_recorded,
-    "TaskReassigned": _reassigned,
-    "TaskCancelled": _cancelled,
-    "TaskResultRecorded": _result,
-    "AgentEnlisted": _enlisted,
-    "AgentDelisted": _delisted,
-    "AgentThrottleNoted": _throttle_noted,
-    "VoteRequested": _vote_requested,
-    "VoteRecorded": _vote_recorded,
-    "ConsensusReached": _consensus,
-    "ConsensusTimedOut": _consensus,
-    "MissionCompleted": _ended(COMPLETED),
-    "MissionFailed": _ended(MISSION_FAILED),
-    "MissionRetired": _retired,
-    "DeadlockBroken": _deadlock_broken,
-}
-_ABOUT_AGENT = frozenset({"AgentDelisted", "AgentThrottleNoted"})
-_CREATING = frozenset({"MissionAccepted", "MissionRejected", "AgentEnlisted", "DeadlockBroken"})
-_ABOUT_MISSION = frozenset(_APPLY) - _ABOUT_AGENT - _CREATING
+def _ended(state: State, mission_id: str, phase: str, at_ms: int) -> State:
+    ended = dataclasses.replace(state.missions[mission_id], phase=phase, ended_at=at_ms)
+    return _unqueue(_put(state, ended), lambda queued: queued[0] != mission_id)

@@ -8,9 +8,7 @@ from collections.abc import Iterable
 from swarmlog.coordinator import deadlock
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
-
-RECIPIENT = {"TaskAssigned": "agent_id", "VoteRequested": "voter_agent_id", "TaskCancelled": "agent_id"}
-"""Journal events that are themselves inbox messages, and the field naming their recipient."""
+from swarmlog.schemas.records import DeadlockBroken, TaskAssigned, TaskCancelled, VoteRequested
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,11 +24,15 @@ def messages(events: Iterable[Event], state: State) -> list[Message]:
     """The inbox messages of journal events, in order, addressed by the slots in `state` (which includes them)."""
     found = []
     for event in events:
-        if event.name in RECIPIENT:
-            message, agent_id = event, event.data[RECIPIENT[event.name]]
-        elif event.name == "DeadlockBroken":
-            message, agent_id = deadlock.answer(event), event.data["waiter_agent_id"]
-        else:
-            continue
+        message: Event
+        match event:  # assignments, cancellations and vote requests are messages; a broken deadlock sends an answer
+            case TaskAssigned(agent_id=agent_id) | TaskCancelled(agent_id=agent_id):
+                message = event
+            case VoteRequested(voter_agent_id=agent_id):
+                message = event
+            case DeadlockBroken(waiter_agent_id=agent_id):
+                message = deadlock.answer(event)
+            case _:
+                continue
         found.append(Message(message, agent_id, state.agents[agent_id].slot))
     return found

@@ -18,9 +18,7 @@ from collections.abc import Iterable, Mapping
 from swarmlog.coordinator.evolve import evolve
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
-
-SKIPPED = "JournalRecordsSkipped"
-"""The repair event: offsets of undecodable journal records to pass over, with the operator and the reason."""
+from swarmlog.schemas.records import JournalRecordsSkipped
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,10 +45,9 @@ class Skip:
 
 def skip_of(event: Event, offset: int) -> Skip | None:
     """The repair a journal event at `offset` records (offsets at or after its own ignored), or None."""
-    if event.name != SKIPPED:
+    if not isinstance(event, JournalRecordsSkipped):
         return None
-    data = event.data
-    return Skip(offset, frozenset(o for o in data["offsets"] if 0 <= o < offset), data["reason"], data["operator"])
+    return Skip(offset, frozenset(o for o in event.offsets if 0 <= o < offset), event.reason, event.operator)
 
 
 def covering(skips: Iterable[Skip], offset: int) -> Skip | None:
@@ -93,7 +90,7 @@ class Folded:
         if skip is not None:
             return Folded(
                 self.state,
-                max(self.clock, event.occurred_at_ms),
+                max(self.clock, event.occurred_at),
                 offset,
                 self.last,
                 tip,
@@ -101,10 +98,10 @@ class Folded:
                 self.unreadable,
                 self.origin,
             )
-        same = bool(self.last) and self.last[-1].data["causation_id"] == event.data["causation_id"]
+        same = bool(self.last) and self.last[-1].causation_id == event.causation_id
         return Folded(
             evolve(self.state, event),
-            max(self.clock, event.occurred_at_ms),
+            max(self.clock, event.occurred_at),
             offset,
             (*self.last, event) if same else (event,),
             tip,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from swarmlog.coordinator import placement, plan, starts, voting
 from swarmlog.coordinator.dispatch import output, route
-from swarmlog.coordinator.draft import Draft, from_millis
+from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
     DONE,
     FAILED,
@@ -18,60 +16,64 @@ from swarmlog.coordinator.state import (
     PLAN_TASK,
     RUNNING,
     Config,
-    ConsensusSpec,
     Mission,
     TaskSpec,
 )
-from swarmlog.schemas.events import to_millis
+from swarmlog.schemas.records import (
+    MissionAccepted,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    MissionRetired,
+    MissionSubmitted,
+    PhaseStarted,
+    PlanAdopted,
+    TaskCancelled,
+)
 
-Data = Mapping[str, Any]
 _KIND = {"PLANNING": "PLAN", "WORK": "WORK", "FINAL": "FINAL"}
 
 
-def on_submitted(draft: Draft, data: Data) -> None:
+def on_submitted(draft: Draft, event: MissionSubmitted) -> None:
     """Accept (or reject) a mission this region owns: the region it names, else the one its id hashes to."""
-    mission_id, config = data["mission_id"], draft.state.config
+    mission_id, config = event.mission_id, draft.state.config
     if draft.state.known(mission_id):
         return
-    region = data.get("region")
+    region = event.region
     if (region if region in config.regions else placement.owner(mission_id, config.regions)) != config.region:
         return
-    reason = _invalid(data, config)
+    reason = _invalid(event, config)
     if reason:
-        draft.emit("MissionRejected", mission_id, mission_id=mission_id, reason=reason)
+        draft.emit(MissionRejected, mission_id, mission_id=mission_id, reason=reason)
         return
-    submitted_at = to_millis(data["occurred_at"])
-    deadline = data.get("deadline_ms")
+    submitted_at, deadline = event.occurred_at, event.deadline_ms
     draft.emit(
-        "MissionAccepted",
+        MissionAccepted,
         mission_id,
         mission_id=mission_id,
         region=config.region,
-        title=data["title"],
-        submitted_at=from_millis(submitted_at),
-        tasks=[plan.to_record(plan.from_record(task)) for task in data.get("tasks", ())],
-        planning=data.get("planning"),
-        consensus=dataclasses.asdict(_consensus(data)),
-        final_action=data.get("final_action"),
-        deadline_at=None if deadline is None else from_millis(submitted_at + deadline),
-        token_budget=data.get("token_budget"),
+        title=event.title,
+        submitted_at=submitted_at,
+        tasks=[plan.to_record(plan.from_record(task)) for task in event.tasks],
+        planning=event.planning,
+        consensus=event.consensus,
+        final_action=event.final_action,
+        deadline_at=None if deadline is None else submitted_at + deadline,
+        token_budget=event.token_budget,
     )
-    draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="PLANNING" if data.get("planning") else "WORK")
+    draft.emit(
+        PhaseStarted, mission_id, mission_id=mission_id, phase="PLANNING" if event.planning is not None else "WORK"
+    )
 
 
-def _consensus(data: Data) -> ConsensusSpec:
-    """The mission's consensus spec, defaults filled in."""
-    return ConsensusSpec(**(data.get("consensus") or {}))
-
-
-def _invalid(data: Data, config: Config) -> str | None:
+def _invalid(event: MissionSubmitted, config: Config) -> str | None:
     """Why a submitted mission cannot run, or None."""
-    region, tasks, planning = data.get("region"), data.get("tasks", ()), data.get("planning")
+    region, tasks, planning = event.region, event.tasks, event.planning
     if region is not None and region not in config.regions:
         return f"unknown region {region!r}; the regions are {list(config.regions)}"
-    if bool(tasks) == bool(planning):
+    if bool(tasks) == (planning is not None):
         return "a mission needs either explicit tasks or a planning step, not both and not neither"
-    spec = _consensus(data)
+    spec = event.consensus
     if not 0 < spec.quorum <= 1 or spec.window_ms < 0:
         return f"consensus needs 0 < quorum <= 1 and window_ms >= 0; got {spec}"
     return plan.problem([plan.from_record(task) for task in tasks]) if tasks else None
@@ -95,7 +97,7 @@ def _retire_if_due(draft: Draft, mission: Mission) -> None:
     """MissionRetired once the ended mission has been kept for the retention."""
     ended_at = mission.ended_at if mission.ended_at is not None else mission.submitted_at
     if draft.now_ms - ended_at >= draft.state.config.retain_ended_ms:
-        draft.emit("MissionRetired", mission.mission_id, mission_id=mission.mission_id, ended_at=from_millis(ended_at))
+        draft.emit(MissionRetired, mission.mission_id, mission_id=mission.mission_id, ended_at=ended_at)
 
 
 def advance(draft: Draft, mission_id: str) -> None:
@@ -148,10 +150,10 @@ def _finish_phase(draft: Draft, mission: Mission) -> None:
             fail(draft, mission, f"invalid plan: {planned}")
         else:
             tasks = [plan.to_record(spec) for spec in planned]
-            draft.emit("PlanAdopted", mission_id, mission_id=mission_id, tasks=tasks)
-            draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="WORK")
+            draft.emit(PlanAdopted, mission_id, mission_id=mission_id, tasks=tasks)
+            draft.emit(PhaseStarted, mission_id, mission_id=mission_id, phase="WORK")
     elif mission.phase == "WORK":
-        draft.emit("PhaseStarted", mission_id, mission_id=mission_id, phase="CONSENSUS")
+        draft.emit(PhaseStarted, mission_id, mission_id=mission_id, phase="CONSENSUS")
     else:
         _complete(draft, mission, [output(mission, FINAL_TASK) or ""])
 
@@ -162,28 +164,30 @@ def _after_consensus(draft: Draft, mission: Mission) -> None:
         if mission.ballot is None:
             voting.open_ballot(draft, mission)
     elif FINAL_TASK in mission.tasks:
-        draft.emit("PhaseStarted", mission.mission_id, mission_id=mission.mission_id, phase="FINAL")
+        draft.emit(PhaseStarted, mission.mission_id, mission_id=mission.mission_id, phase="FINAL")
     else:
         _complete(draft, mission, [mission.decision])
 
 
 def fail(draft: Draft, mission: Mission, reason: str) -> None:
     """Cancel its running attempts and emit MissionFailed."""
-    _end(draft, mission, "MissionFailed", f"mission failed: {reason}", reason=reason, outputs=[])
+    _end(draft, mission, MissionFailed, f"mission failed: {reason}", reason=reason, outputs=[])
 
 
 def _complete(draft: Draft, mission: Mission, outputs: list[str]) -> None:
     """Emit MissionCompleted."""
-    _end(draft, mission, "MissionCompleted", "mission completed", success=True, outputs=outputs)
+    _end(draft, mission, MissionCompleted, "mission completed", success=True, outputs=outputs)
 
 
-def _end(draft: Draft, mission: Mission, name: str, cancel_reason: str, **fields: Any) -> None:
+def _end(
+    draft: Draft, mission: Mission, kind: type[MissionCompleted | MissionFailed], cancel_reason: str, **fields: Any
+) -> None:
     """Cancel the mission's running attempts, then emit its final event with the mission's counters."""
     mission_id = mission.mission_id
     for (task_id, index), replica in mission.replicas.items():
         if replica.status == RUNNING:
             draft.emit(
-                "TaskCancelled",
+                TaskCancelled,
                 mission_id,
                 mission_id=mission_id,
                 task_id=task_id,
@@ -193,7 +197,7 @@ def _end(draft: Draft, mission: Mission, name: str, cancel_reason: str, **fields
                 reason=cancel_reason,
             )
     draft.emit(
-        name,
+        kind,
         mission_id,
         mission_id=mission_id,
         latency_ms=draft.now_ms - mission.submitted_at,

@@ -7,48 +7,47 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarmlog.coordinator.state import DECISION_MAKING, FINAL_TASK, PLAN_TASK, TaskSpec
+from swarmlog.schemas import records
 
 RESERVED_PREFIX = "@"
 MAX_STEPS = 4
 
 
-def from_record(record: Mapping[str, Any]) -> TaskSpec:
+def from_record(record: records.TaskSpec) -> TaskSpec:
     """A WORK spec from an Avro TaskSpec record."""
     return TaskSpec(
-        task_id=record["task_id"],
-        prompt=record["prompt"],
-        required_capabilities=frozenset(record.get("required_capabilities", ())),
-        depends_on=tuple(record.get("depends_on", ())),
-        replicas=record.get("replicas", 1),
-        max_steps=record.get("max_steps", MAX_STEPS),
+        task_id=record.task_id,
+        prompt=record.prompt,
+        required_capabilities=frozenset(record.required_capabilities),
+        depends_on=tuple(record.depends_on),
+        replicas=record.replicas,
+        max_steps=record.max_steps,
     )
 
 
-def to_record(spec: TaskSpec) -> dict[str, Any]:
+def to_record(spec: TaskSpec) -> records.TaskSpec:
     """The Avro TaskSpec record of a WORK spec."""
-    return {
-        "task_id": spec.task_id,
-        "prompt": spec.prompt,
-        "required_capabilities": sorted(spec.required_capabilities),
-        "depends_on": list(spec.depends_on),
-        "replicas": spec.replicas,
-        "max_steps": spec.max_steps,
-    }
+    return records.TaskSpec(
+        task_id=spec.task_id,
+        prompt=spec.prompt,
+        required_capabilities=sorted(spec.required_capabilities),
+        depends_on=list(spec.depends_on),
+        replicas=spec.replicas,
+        max_steps=spec.max_steps,
+    )
 
 
-def mission_tasks(accepted: Mapping[str, Any]) -> dict[str, TaskSpec]:
+def mission_tasks(accepted: records.MissionAccepted) -> dict[str, TaskSpec]:
     """Every spec of an accepted mission: its planning step, explicit tasks and final step."""
     specs: dict[str, TaskSpec] = {}
-    if accepted.get("planning"):
-        planning = accepted["planning"]
-        specs[PLAN_TASK] = TaskSpec(
-            PLAN_TASK, planning["prompt"], frozenset(planning.get("required_capabilities", ())), kind="PLAN"
-        )
-    specs.update((record["task_id"], from_record(record)) for record in accepted.get("tasks", ()))
-    if accepted.get("final_action"):
-        final = accepted["final_action"]
-        required = frozenset(final.get("required_capabilities", ())) | {DECISION_MAKING}
-        specs[FINAL_TASK] = TaskSpec(FINAL_TASK, final["prompt"], required, kind="FINAL")
+    if accepted.planning is not None:
+        planning = accepted.planning
+        specs[PLAN_TASK] = TaskSpec(PLAN_TASK, planning.prompt, frozenset(planning.required_capabilities), kind="PLAN")
+    specs.update((record.task_id, from_record(record)) for record in accepted.tasks)
+    if accepted.final_action is not None:
+        final = accepted.final_action
+        required = frozenset(final.required_capabilities) | {DECISION_MAKING}
+        specs[FINAL_TASK] = TaskSpec(FINAL_TASK, final.prompt, required, kind="FINAL")
     return specs
 
 
@@ -101,7 +100,14 @@ def _spec(item: Mapping[str, Any]) -> TaskSpec:
     for field in ("required_capabilities", "depends_on"):
         if not isinstance(item.get(field, []), list):
             raise TypeError(f"{field} must be a list in {item}")
-    spec = from_record(item)
+    spec = TaskSpec(
+        task_id=item["task_id"],
+        prompt=item["prompt"],
+        required_capabilities=frozenset(item.get("required_capabilities", ())),
+        depends_on=tuple(item.get("depends_on", ())),
+        replicas=item.get("replicas", 1),
+        max_steps=item.get("max_steps", MAX_STEPS),
+    )
     strings = [spec.task_id, spec.prompt, *spec.required_capabilities, *spec.depends_on]
     if not all(isinstance(value, str) for value in strings):
         raise TypeError(f"task_id, prompt, required_capabilities and depends_on must be strings in {item}")

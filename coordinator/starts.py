@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from swarmlog.coordinator.dispatch import reassign
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import RUNNING, Mission
+from swarmlog.schemas.records import TaskCancelled, TaskStarted, TaskStartRecorded
 
-Data = Mapping[str, Any]
 
-
-def on_started(draft: Draft, data: Data) -> None:
+def on_started(draft: Draft, started: TaskStarted) -> None:
     """TaskStartRecorded for the running attempt the TaskStarted is about (once); any other start changes nothing."""
-    mission = draft.state.missions.get(data["mission_id"])
-    if mission is None or not mission.active or data["task_id"] not in mission.tasks:
+    mission = draft.state.missions.get(started.mission_id)
+    if mission is None or not mission.active or started.task_id not in mission.tasks:
         return
-    replica = mission.replica(data["task_id"], data["replica"])
+    replica = mission.replica(started.task_id, started.replica)
     if (replica.status, replica.attempt, replica.agent_id, replica.started) != (
         RUNNING,
-        data["attempt"],
-        data["agent_id"],
+        started.attempt,
+        started.agent_id,
         False,
     ):
         return
     draft.emit(
-        "TaskStartRecorded",
+        TaskStartRecorded,
         mission.mission_id,
         mission_id=mission.mission_id,
-        task_id=data["task_id"],
-        replica=data["replica"],
-        attempt=data["attempt"],
-        agent_id=data["agent_id"],
+        task_id=started.task_id,
+        replica=started.replica,
+        attempt=started.attempt,
+        agent_id=started.agent_id,
     )
 
 
@@ -46,7 +42,7 @@ def take_back_unstarted(draft: Draft, mission: Mission, inputs_since_ms: int) ->
             continue
         reason = f"not started within {timeout_ms} ms of its assignment to {replica.agent_id}"
         draft.emit(
-            "TaskCancelled",
+            TaskCancelled,
             mission.mission_id,
             mission_id=mission.mission_id,
             task_id=task_id,

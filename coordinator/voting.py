@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from swarmlog.coordinator import consensus
 from swarmlog.coordinator.commands import Rejected
-from swarmlog.coordinator.draft import Draft, from_millis
+from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import Mission
+from swarmlog.schemas import records
+from swarmlog.schemas.records import ConsensusReached, ConsensusTimedOut, VoteCast, VoteRecorded, VoteRequested
 
 
 def open_ballot(draft: Draft, mission: Mission) -> None:
@@ -18,7 +17,7 @@ def open_ballot(draft: Draft, mission: Mission) -> None:
     ballot_id = f"{mission.mission_id}/ballot"
     if len(candidates) == 1:
         draft.emit(
-            "ConsensusReached",
+            ConsensusReached,
             mission.mission_id,
             mission_id=mission.mission_id,
             ballot_id=ballot_id,
@@ -31,59 +30,60 @@ def open_ballot(draft: Draft, mission: Mission) -> None:
             consensus_ms=0,
         )
         return
-    records = [{"candidate_id": c.candidate_id, "agent_id": c.agent_id, "output": c.output} for c in candidates]
-    deadline = from_millis(draft.now_ms + mission.consensus.window_ms)
+    ballot_candidates = [records.Candidate(c.candidate_id, c.agent_id, c.output) for c in candidates]
+    deadline = draft.now_ms + mission.consensus.window_ms
     for voter in voters:
         draft.emit(
-            "VoteRequested",
+            VoteRequested,
             mission.mission_id,
             mission_id=mission.mission_id,
             ballot_id=ballot_id,
             voter_agent_id=voter,
             slot=draft.state.agents[voter].slot,
-            candidates=records,
+            candidates=ballot_candidates,
             deadline_at=deadline,
         )
 
 
-def on_vote_cast(draft: Draft, data: Mapping[str, Any]) -> Rejected | None:
+def on_vote_cast(draft: Draft, vote: VoteCast) -> Rejected | None:
     """Record a voter's first vote on the open ballot, and reach consensus once it is decided."""
-    mission = draft.state.missions.get(data["mission_id"])
+    mission = draft.state.missions.get(vote.mission_id)
     if mission is None or mission.ballot is None or mission.decision is not None or not mission.active:
         return None
-    ballot, voter = mission.ballot, data["voter_agent_id"]
-    if data["ballot_id"] != ballot.ballot_id or voter not in ballot.voters:
-        return Rejected(f"{voter} has no vote in ballot {data['ballot_id']} (open: {ballot.ballot_id})")
-    if data["candidate_id"] not in {candidate.candidate_id for candidate in ballot.candidates}:
-        return Rejected(f"ballot {ballot.ballot_id} has no candidate {data['candidate_id']!r}")
+    ballot, voter = mission.ballot, vote.voter_agent_id
+    if vote.ballot_id != ballot.ballot_id or voter not in ballot.voters:
+        return Rejected(f"{voter} has no vote in ballot {vote.ballot_id} (open: {ballot.ballot_id})")
+    if vote.candidate_id not in {candidate.candidate_id for candidate in ballot.candidates}:
+        return Rejected(f"ballot {ballot.ballot_id} has no candidate {vote.candidate_id!r}")
     if voter in ballot.votes:
         return None
     draft.emit(
-        "VoteRecorded",
+        VoteRecorded,
         mission.mission_id,
         mission_id=mission.mission_id,
         ballot_id=ballot.ballot_id,
         voter_agent_id=voter,
-        candidate_id=data["candidate_id"],
-        confidence=data.get("confidence", 1.0),
+        candidate_id=vote.candidate_id,
+        confidence=vote.confidence,
     )
     mission = draft.state.missions[mission.mission_id]
-    ballot = mission.ballot
-    lead = consensus.leader(ballot, mission.consensus.strategy)
-    if lead is not None and consensus.decided(ballot, mission.consensus):
+    tallied = mission.ballot
+    assert tallied is not None, "the VoteRecorded was folded into the open ballot"
+    lead = consensus.leader(tallied, mission.consensus.strategy)
+    if lead is not None and consensus.decided(tallied, mission.consensus):
         winner, support = lead
         draft.emit(
-            "ConsensusReached",
+            ConsensusReached,
             mission.mission_id,
             mission_id=mission.mission_id,
-            ballot_id=ballot.ballot_id,
+            ballot_id=tallied.ballot_id,
             candidate_id=winner.candidate_id,
             output=winner.output,
             support=support,
-            votes=len(ballot.votes),
-            voters=len(ballot.voters),
+            votes=len(tallied.votes),
+            voters=len(tallied.voters),
             strategy=mission.consensus.strategy,
-            consensus_ms=draft.now_ms - ballot.opened_at,
+            consensus_ms=draft.now_ms - tallied.opened_at,
         )
     return None
 
@@ -96,7 +96,7 @@ def close_if_expired(draft: Draft, mission: Mission) -> None:
     lead = consensus.leader(ballot, mission.consensus.strategy)
     chosen = lead[0] if lead else ballot.candidates[0]
     draft.emit(
-        "ConsensusTimedOut",
+        ConsensusTimedOut,
         mission.mission_id,
         mission_id=mission.mission_id,
         ballot_id=ballot.ballot_id,

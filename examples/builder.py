@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from swarmlog.client import Consensus, FinalAction, Mission, SyncMissionClient, Task
+from swarmlog.client import Consensus, FinalAction, Mission, SyncMissionClient, Task, outcome
 from swarmlog.settings import Settings
 
 
@@ -33,7 +33,7 @@ def main() -> None:
     mission_id = client.submit(code_review_mission())
     print(f"submitted {mission_id}; `swarmlog watch {mission_id}` shows it live")
     result = client.wait(mission_id, timeout_s=600)
-    print(result.name, {key: result.data[key] for key in ("success", "tasks_completed", "tokens_used") if key in result.data})
+    print(result.name, outcome(result))
 
 
 if __name__ == "__main__":

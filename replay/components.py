@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Set
-from datetime import datetime
 from typing import Any, Literal
+
+import msgspec
 
 from swarmlog.actors import domain as agent
 from swarmlog.coordinator import Config, State
 from swarmlog.coordinator import evolve as coordinator_evolve
 from swarmlog.coordinator import initial as coordinator_initial
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import MissionRetired
 from swarmlog.streams import budgets, registry, waitgraph
 from swarmlog.streams.app.config import knob
 
@@ -90,7 +92,7 @@ def _budgets(agents: dict[str, budgets.AgentUsage]) -> budgets.Budgets:
 
 def _keeping_retired(state: State, event: Event) -> State:
     """The coordinator's fold, but a retired mission stays: this view is for looking at one mission after the fact."""
-    return state if event.name == "MissionRetired" else coordinator_evolve(state, event)
+    return state if isinstance(event, MissionRetired) else coordinator_evolve(state, event)
 
 
 def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
@@ -189,7 +191,9 @@ def flat(state: Any) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """A stable JSON-able form: dataclasses and named tuples as objects, sets sorted, tuple keys joined with `/`, times in ms."""
+    """A stable JSON-able form: dataclasses, structs, named tuples as objects, sets sorted, tuple keys joined by `/`."""
+    if isinstance(value, msgspec.Struct):
+        return jsonable(msgspec.structs.asdict(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: jsonable(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple record
@@ -200,8 +204,6 @@ def jsonable(value: Any) -> Any:
         return sorted((jsonable(item) for item in value), key=canonical)
     if isinstance(value, (list, tuple)):
         return [jsonable(item) for item in value]
-    if isinstance(value, datetime):
-        return to_millis(value)
     if isinstance(value, bytes):
         return value.hex()
     return value

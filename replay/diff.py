@@ -143,7 +143,7 @@ async def read_table(settings: Settings, changelog: str, app_id: str) -> tuple[d
     problems: list[Problem] = []
     for record in reading.records:
         try:
-            key = codecs.loads("json", record.key)
+            key = codecs.loads("json", record.key or b"")
             value = None if record.value is None else load_value(record.value)
         except (ValueError, TypeError) as exc:
             problems.append(Problem(record.topic, record.partition, record.offset, f"not a table row: {exc}"))

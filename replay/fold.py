@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from swarmlog.collector import collector_paused
-from swarmlog.coordinator.journal import SKIPPED, Skip, covering, skip_of
+from swarmlog.coordinator.journal import Skip, covering, skip_of
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
 from swarmlog.replay.components import JOURNAL, Component
@@ -53,8 +53,9 @@ class Repairs:
 
     def note(self, record: Record, event: Event) -> None:
         """Keep the repair a decoded record holds, if it is one on the journal."""
-        if event.name == SKIPPED and record.topic == JOURNAL:
-            self._skips.setdefault(record.partition, []).append(skip_of(event, record.offset))
+        skip = skip_of(event, record.offset) if record.topic == JOURNAL else None
+        if skip is not None:
+            self._skips.setdefault(record.partition, []).append(skip)
 
     def resolve(self, problems: Iterable[Problem]) -> tuple[Problem, ...]:
         """The problems, each journal record a repair passes over marked with that repair."""
@@ -159,7 +160,7 @@ def replay(
     chosen = selected(component, key, regions, records)
     with collector_paused():
         start = component.start(key, regions)
-        if component.rows is None:
+        if component.rows is None or component.from_table is None:
             state = component.fold(start, events(chosen))
         else:
             rows: dict[str, Any] = {}

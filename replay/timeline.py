@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import TypeVar
 
 from swarmlog.replay.components import JOURNAL
 from swarmlog.replay.fold import Problem, Record, Repairs, decoded
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    MissionAccepted,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    PhaseStarted,
+    TaskCompleted,
+    TaskFailed,
+    TaskResultRecorded,
+    TaskStepTaken,
+    TokensUsed,
+    VoteCast,
+    VoteRecorded,
+    VoteRequested,
+)
 
-PHASE_OF = {
-    "MissionAccepted": "ACCEPTED",
-    "MissionCompleted": "COMPLETED",
-    "MissionFailed": "FAILED",
-    "MissionRejected": "REJECTED",
-}
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,7 +49,7 @@ class Step:
 
 def belongs(event: Event, mission_id: str) -> bool:
     """Whether an event is about the mission (its correlation id, or its mission_id field)."""
-    return mission_id in (event.data.get("correlation_id"), event.data.get("mission_id"))
+    return mission_id in (event.correlation_id, getattr(event, "mission_id", None))
 
 
 def of_mission(records: Iterable[Record], mission_id: str) -> tuple[list[Record], list[Problem]]:
@@ -49,7 +60,7 @@ def of_mission(records: Iterable[Record], mission_id: str) -> tuple[list[Record]
             problems.append(event)
             continue
         repairs.note(record, event)
-        if belongs(event, mission_id) or (record.topic == JOURNAL and "mission_id" not in event.data):
+        if belongs(event, mission_id) or (record.topic == JOURNAL and not hasattr(event, "mission_id")):
             kept.append(record)
     return kept, list(repairs.resolve(problems))
 
@@ -65,7 +76,7 @@ def timeline(records: Iterable[Record], mission_id: str) -> tuple[list[Step], li
         repairs.note(record, event)
         if belongs(event, mission_id):
             found.append((record, event))
-    found.sort(key=lambda pair: (pair[1].occurred_at_ms, pair[0].timestamp, pair[0].topic, pair[0].offset))
+    found.sort(key=lambda pair: (pair[1].occurred_at, pair[0].timestamp, pair[0].topic, pair[0].offset))
     return _steps(_causal(found)), list(repairs.resolve(problems))
 
 
@@ -79,7 +90,7 @@ def _causal(found: list[tuple[Record, Event]]) -> list[tuple[Record, Event]]:
         if event.event_id in done:
             return
         done.add(event.event_id)
-        cause = by_id.get(event.data.get("causation_id") or "")
+        cause = by_id.get(event.causation_id or "")
         if cause is not None:
             emit(*cause)
         result.append((record, event))
@@ -93,26 +104,63 @@ def _steps(found: list[tuple[Record, Event]]) -> list[Step]:
     """Timeline rows, each with the mission's phase as of that event."""
     phase, steps = "SUBMITTED", []
     for record, event in found:
-        data = event.data
-        phase = data["phase"] if event.name == "PhaseStarted" else PHASE_OF.get(event.name, phase)
-        tokens = data.get("tokens", data.get("tokens_used"))
-        if "prompt_tokens" in data:
-            tokens = data["prompt_tokens"] + data["completion_tokens"]
+        phase = _phase(event, phase)
         steps.append(
             Step(
-                event.occurred_at_ms,
+                event.occurred_at,
                 record.topic,
                 record.partition,
                 record.offset,
                 event.name,
                 event.event_id,
-                data.get("causation_id"),
+                event.causation_id,
                 phase,
-                data.get("agent_id", data.get("voter_agent_id")),
-                data.get("task_id"),
-                data.get("attempt"),
-                data.get("latency_ms"),
-                tokens,
+                _agent(event),
+                _optional(event, "task_id", str),
+                _optional(event, "attempt", int),
+                _optional(event, "latency_ms", int),
+                _tokens(event),
             )
         )
     return steps
+
+
+def _phase(event: Event, phase: str) -> str:
+    """The mission's phase once `event` happened, given the phase before it."""
+    match event:
+        case PhaseStarted():
+            return event.phase
+        case MissionAccepted():
+            return "ACCEPTED"
+        case MissionCompleted():
+            return "COMPLETED"
+        case MissionFailed():
+            return "FAILED"
+        case MissionRejected():
+            return "REJECTED"
+    return phase
+
+
+def _agent(event: Event) -> str | None:
+    """The agent an event is about: its agent_id, or the voter of a vote."""
+    if isinstance(event, VoteRequested | VoteCast | VoteRecorded):
+        return event.voter_agent_id
+    return _optional(event, "agent_id", str)
+
+
+def _tokens(event: Event) -> int | None:
+    """The tokens an event accounts for, where it accounts for any."""
+    match event:
+        case TaskResultRecorded():
+            return event.tokens
+        case MissionCompleted() | MissionFailed():
+            return event.tokens_used
+        case TaskCompleted() | TaskFailed() | TaskStepTaken() | TokensUsed():
+            return event.prompt_tokens + event.completion_tokens
+    return None
+
+
+def _optional(event: Event, field: str, kind: type[T]) -> T | None:
+    """The value of a field many records share, where this event's record has it (and it is set)."""
+    value = getattr(event, field, None)
+    return value if isinstance(value, kind) else None

@@ -29,7 +29,7 @@ def _s0_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -119,7 +119,7 @@ def _s0_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v7 = _EPOCH + _timedelta(0, 0, 0, n)
+    v7 = n
     n = b[p]
     if n < 128:
         p += 1
@@ -149,7 +149,7 @@ def _s0_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'registration_id': v6, 'last_heartbeat_at': v7, 'timeout_ms': v8, 'in_flight_task': v9}, p
+    return _records.AgentDeclaredDead(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
 def _s1_record1(bytes b, Py_ssize_t p):
@@ -175,7 +175,7 @@ def _s1_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -259,7 +259,7 @@ def _s1_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'reason': v6}, p
+    return _records.AgentDelisted(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s2_record1(bytes b, Py_ssize_t p):
@@ -285,7 +285,7 @@ def _s2_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -369,7 +369,7 @@ def _s2_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'reason': v6}, p
+    return _records.AgentDeregistered(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s3_record1(bytes b, Py_ssize_t p):
@@ -396,7 +396,7 @@ def _s3_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -533,7 +533,7 @@ def _s3_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v9 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'region': v6, 'slot': v7, 'capabilities': v8, 'model': v9}, p
+    return _records.AgentEnlisted(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
 
 
 _s4_const2 = ('IDLE', 'BUSY', 'THROTTLED', 'DRAINING')
@@ -562,7 +562,7 @@ def _s4_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -702,7 +702,7 @@ def _s4_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v11 = _int(n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'registration_id': v6, 'sequence': v7, 'status': v8, 'in_flight_task': v9, 'region': v10, 'slot': v11}, p
+    return _records.AgentHeartbeat(v0, v1, v4, v5, v6, v7, v8, v10, v11, v2, v3, v9), p
 
 
 def _s5_record1(bytes b, Py_ssize_t p):
@@ -729,7 +729,7 @@ def _s5_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -908,7 +908,7 @@ def _s5_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v12 = _int(n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'capabilities': v6, 'model': v7, 'brain': v8, 'node': v9, 'gpu': v10, 'region': v11, 'slot': v12}, p
+    return _records.AgentRegistered(v0, v1, v4, v5, v7, v8, v9, v11, v12, v2, v3, v6, v10), p
 
 
 def _s6_record1(bytes b, Py_ssize_t p):
@@ -934,7 +934,7 @@ def _s6_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1007,7 +1007,7 @@ def _s6_record1(bytes b, Py_ssize_t p):
     p = e
     v6 = _boolean(b[p])
     p += 1
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'throttled': v6}, p
+    return _records.AgentThrottleNoted(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s7_record1(bytes b, Py_ssize_t p):
@@ -1033,7 +1033,7 @@ def _s7_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1110,14 +1110,14 @@ def _s7_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v6 = _EPOCH + _timedelta(0, 0, 0, n)
+    v6 = n
     n = b[p]
     if n < 128:
         p += 1
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v7 = _EPOCH + _timedelta(0, 0, 0, n)
+    v7 = n
     n = b[p]
     if n < 128:
         p += 1
@@ -1132,7 +1132,7 @@ def _s7_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v9 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'window_start': v6, 'window_end': v7, 'used': v8, 'budget': v9}, p
+    return _records.BudgetExceeded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
 def _s8_record1(bytes b, Py_ssize_t p):
@@ -1158,7 +1158,7 @@ def _s8_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1235,8 +1235,8 @@ def _s8_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v6 = _EPOCH + _timedelta(0, 0, 0, n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'window_start': v6}, p
+    v6 = n
+    return _records.BudgetRestored(v0, v1, v4, v5, v6, v2, v3), p
 
 
 _s9_const2 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
@@ -1265,7 +1265,7 @@ def _s9_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1405,7 +1405,7 @@ def _s9_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v13 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'candidate_id': v7, 'output': v8, 'support': v9, 'votes': v10, 'voters': v11, 'strategy': v12, 'consensus_ms': v13}, p
+    return _records.ConsensusReached(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v2, v3), p
 
 
 def _s10_record1(bytes b, Py_ssize_t p):
@@ -1431,7 +1431,7 @@ def _s10_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1580,7 +1580,7 @@ def _s10_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v11 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'votes': v7, 'voters': v8, 'candidate_id': v9, 'output': v10, 'consensus_ms': v11}, p
+    return _records.ConsensusTimedOut(v0, v1, v4, v5, v6, v7, v8, v11, v2, v3, v9, v10), p
 
 
 def _s11_record1(bytes b, Py_ssize_t p):
@@ -1606,7 +1606,7 @@ def _s11_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1720,7 +1720,7 @@ def _s11_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v11 = _int(n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'region': v5, 'coordinator_id': v6, 'serving': v7, 'interval_ms': v8, 'agents': v9, 'idle_agents': v10, 'active_missions': v11}, p
+    return _records.CoordinatorAnnounced(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3), p
 
 
 def _s12_record1(bytes b, Py_ssize_t p):
@@ -1746,7 +1746,7 @@ def _s12_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -1905,7 +1905,7 @@ def _s12_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v12 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'origin_topic': v5, 'origin_partition': v6, 'origin_offset': v7, 'origin_key': v8, 'payload': v9, 'error_type': v10, 'reason': v11, 'consumer': v12}, p
+    return _records.DeadLetterRecorded(v0, v1, v4, v5, v6, v7, v9, v10, v11, v12, v2, v3, v8), p
 
 
 def _s13_record1(bytes b, Py_ssize_t p):
@@ -1932,7 +1932,7 @@ def _s13_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2071,7 +2071,7 @@ def _s13_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'cycle': v5, 'wait_id': v6, 'waiter_agent_id': v7, 'mission_id': v8}, p
+    return _records.DeadlockBroken(v0, v1, v4, v5, v6, v7, v2, v3, v8), p
 
 
 def _s14_record1(bytes b, Py_ssize_t p):
@@ -2098,7 +2098,7 @@ def _s14_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2240,7 +2240,7 @@ def _s14_record1(bytes b, Py_ssize_t p):
                 n = (n >> 1) ^ -(n & 1)
             else:
                 n, p = _long(b, p)
-            _s14_item10 = _EPOCH + _timedelta(0, 0, 0, n)
+            _s14_item10 = n
             _s14_items8.append(_s14_item10)
         _s14_count9 = b[p]
         if _s14_count9 < 128:
@@ -2249,7 +2249,7 @@ def _s14_record1(bytes b, Py_ssize_t p):
         else:
             _s14_count9, p = _long(b, p)
     v7 = _s14_items8
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'cycle': v5, 'wait_ids': v6, 'waits_started_at': v7}, p
+    return _records.DeadlockDetected(v0, v1, v4, v5, v6, v7, v2, v3), p
 
 
 def _s15_record1(bytes b, Py_ssize_t p):
@@ -2275,7 +2275,7 @@ def _s15_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2359,7 +2359,7 @@ def _s15_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'target': v5, 'reason': v6}, p
+    return _records.DrainRequested(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s16_record1(bytes b, Py_ssize_t p):
@@ -2386,7 +2386,7 @@ def _s16_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2560,7 +2560,7 @@ def _s16_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'experience_id': v5, 'agent_id': v6, 'node': v7, 'kind': v8, 'content': v9, 'embedding': v10, 'ttl_s': v11, 'mission_id': v12}, p
+    return _records.ExperienceRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12), p
 
 
 def _s17_record1(bytes b, Py_ssize_t p):
@@ -2586,7 +2586,7 @@ def _s17_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2677,7 +2677,7 @@ def _s17_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v7 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'document_id': v5, 'version': v6, 'content': v7}, p
+    return _records.GroundTruthUpdated(v0, v1, v4, v5, v6, v7, v2, v3), p
 
 
 def _s18_record1(bytes b, Py_ssize_t p):
@@ -2704,7 +2704,7 @@ def _s18_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -2868,7 +2868,7 @@ def _s18_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'region': v5, 'partition': v6, 'offsets': v7, 'errors': v8, 'reason': v9, 'operator': v10}, p
+    return _records.JournalRecordsSkipped(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 _s19_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
@@ -2985,7 +2985,7 @@ def _s19_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
 def _s19_record12(bytes b, Py_ssize_t p):
@@ -3039,7 +3039,7 @@ def _s19_record12(bytes b, Py_ssize_t p):
         else:
             _s19_count14, p = _long(b, p)
     v1 = _s19_items13
-    return {'prompt': v0, 'required_capabilities': v1}, p
+    return _records.PlanningSpec(v0, v1), p
 
 
 def _s19_record16(bytes b, Py_ssize_t p):
@@ -3062,7 +3062,7 @@ def _s19_record16(bytes b, Py_ssize_t p):
     v1 = n
     v2, = _double(b, p)
     p += 8
-    return {'strategy': v0, 'window_ms': v1, 'quorum': v2}, p
+    return _records.ConsensusSpec(v0, v1, v2), p
 
 
 def _s19_record18(bytes b, Py_ssize_t p):
@@ -3116,7 +3116,7 @@ def _s19_record18(bytes b, Py_ssize_t p):
         else:
             _s19_count20, p = _long(b, p)
     v1 = _s19_items19
-    return {'prompt': v0, 'required_capabilities': v1}, p
+    return _records.FinalActionSpec(v0, v1), p
 
 
 def _s19_record1(bytes b, Py_ssize_t p):
@@ -3143,7 +3143,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -3246,7 +3246,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v8 = _EPOCH + _timedelta(0, 0, 0, n)
+    v8 = n
     _s19_items2 = []
     _s19_count3 = b[p]
     if _s19_count3 < 128:
@@ -3302,7 +3302,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
             n = (n >> 1) ^ -(n & 1)
         else:
             n, p = _long(b, p)
-        v13 = _EPOCH + _timedelta(0, 0, 0, n)
+        v13 = n
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -3321,7 +3321,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
         v14 = n
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'region': v6, 'title': v7, 'submitted_at': v8, 'tasks': v9, 'planning': v10, 'consensus': v11, 'final_action': v12, 'deadline_at': v13, 'token_budget': v14}, p
+    return _records.MissionAccepted(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
 
 
 def _s20_record1(bytes b, Py_ssize_t p):
@@ -3348,7 +3348,7 @@ def _s20_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -3512,7 +3512,7 @@ def _s20_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v14 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'success': v6, 'outputs': v7, 'latency_ms': v8, 'agent_count': v9, 'tasks_completed': v10, 'tasks_failed': v11, 'malformed_count': v12, 'consensus_ms': v13, 'tokens_used': v14}, p
+    return _records.MissionCompleted(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
 def _s21_record1(bytes b, Py_ssize_t p):
@@ -3539,7 +3539,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -3714,7 +3714,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v14 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'reason': v6, 'outputs': v7, 'latency_ms': v8, 'agent_count': v9, 'tasks_completed': v10, 'tasks_failed': v11, 'malformed_count': v12, 'consensus_ms': v13, 'tokens_used': v14}, p
+    return _records.MissionFailed(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
 def _s22_record1(bytes b, Py_ssize_t p):
@@ -3740,7 +3740,7 @@ def _s22_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -3824,7 +3824,7 @@ def _s22_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'reason': v6}, p
+    return _records.MissionRejected(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s23_record1(bytes b, Py_ssize_t p):
@@ -3850,7 +3850,7 @@ def _s23_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -3927,8 +3927,8 @@ def _s23_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v6 = _EPOCH + _timedelta(0, 0, 0, n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ended_at': v6}, p
+    v6 = n
+    return _records.MissionRetired(v0, v1, v4, v5, v6, v2, v3), p
 
 
 _s24_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
@@ -4045,7 +4045,7 @@ def _s24_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
 def _s24_record12(bytes b, Py_ssize_t p):
@@ -4099,7 +4099,7 @@ def _s24_record12(bytes b, Py_ssize_t p):
         else:
             _s24_count14, p = _long(b, p)
     v1 = _s24_items13
-    return {'prompt': v0, 'required_capabilities': v1}, p
+    return _records.PlanningSpec(v0, v1), p
 
 
 def _s24_record16(bytes b, Py_ssize_t p):
@@ -4122,7 +4122,7 @@ def _s24_record16(bytes b, Py_ssize_t p):
     v1 = n
     v2, = _double(b, p)
     p += 8
-    return {'strategy': v0, 'window_ms': v1, 'quorum': v2}, p
+    return _records.ConsensusSpec(v0, v1, v2), p
 
 
 def _s24_record18(bytes b, Py_ssize_t p):
@@ -4176,7 +4176,7 @@ def _s24_record18(bytes b, Py_ssize_t p):
         else:
             _s24_count20, p = _long(b, p)
     v1 = _s24_items19
-    return {'prompt': v0, 'required_capabilities': v1}, p
+    return _records.FinalActionSpec(v0, v1), p
 
 
 def _s24_record1(bytes b, Py_ssize_t p):
@@ -4203,7 +4203,7 @@ def _s24_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -4396,7 +4396,7 @@ def _s24_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v14 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'title': v6, 'region': v7, 'tasks': v8, 'planning': v9, 'consensus': v10, 'final_action': v11, 'deadline_ms': v12, 'token_budget': v13, 'submitted_by': v14}, p
+    return _records.MissionSubmitted(v0, v1, v4, v5, v6, v2, v3, v7, v8, v9, v10, v11, v12, v13, v14), p
 
 
 def _s25_record1(bytes b, Py_ssize_t p):
@@ -4422,7 +4422,7 @@ def _s25_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -4563,7 +4563,7 @@ def _s25_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'answer': v8, 'error': v9}, p
+    return _records.PeerAnswered(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
 
 
 def _s26_record1(bytes b, Py_ssize_t p):
@@ -4589,7 +4589,7 @@ def _s26_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -4750,7 +4750,7 @@ def _s26_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'question_id': v5, 'from_agent_id': v6, 'to_agent_id': v7, 'reply_slot': v8, 'question': v9, 'mission_id': v10, 'task_id': v11}, p
+    return _records.PeerQuestion(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10, v11), p
 
 
 _s27_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
@@ -4779,7 +4779,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -4857,7 +4857,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
     if n & 1:
         raise ValueError('negative index')
     v6 = _s27_const2[n >> 1]
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'phase': v6}, p
+    return _records.PhaseStarted(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s28_record5(bytes b, Py_ssize_t p):
@@ -4971,7 +4971,7 @@ def _s28_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return {'task_id': v0, 'prompt': v1, 'required_capabilities': v2, 'depends_on': v3, 'replicas': v4, 'max_steps': v5}, p
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
 def _s28_record1(bytes b, Py_ssize_t p):
@@ -4998,7 +4998,7 @@ def _s28_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5090,7 +5090,7 @@ def _s28_record1(bytes b, Py_ssize_t p):
         else:
             _s28_count3, p = _long(b, p)
     v6 = _s28_items2
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'tasks': v6}, p
+    return _records.PlanAdopted(v0, v1, v4, v5, v6, v2, v3), p
 
 
 def _s29_record1(bytes b, Py_ssize_t p):
@@ -5116,7 +5116,7 @@ def _s29_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5203,7 +5203,7 @@ def _s29_record1(bytes b, Py_ssize_t p):
         v6 = n
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'target': v5, 'ground_truth_version': v6}, p
+    return _records.ResyncRequested(v0, v1, v4, v5, v2, v3, v6), p
 
 
 _s30_const2 = ('WORK', 'PLAN', 'FINAL')
@@ -5233,7 +5233,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5458,7 +5458,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v16 = _int(n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'kind': v9, 'agent_id': v10, 'slot': v11, 'score': v12, 'prompt': v13, 'inputs': v14, 'required_capabilities': v15, 'max_steps': v16}, p
+    return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
 
 
 def _s31_record1(bytes b, Py_ssize_t p):
@@ -5484,7 +5484,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5608,7 +5608,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
+    return _records.TaskCancelled(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s32_record1(bytes b, Py_ssize_t p):
@@ -5634,7 +5634,7 @@ def _s32_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5788,7 +5788,7 @@ def _s32_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v15 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'output': v10, 'confidence': v11, 'steps': v12, 'prompt_tokens': v13, 'completion_tokens': v14, 'latency_ms': v15}, p
+    return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
 
 
 _s33_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
@@ -5817,7 +5817,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -5998,7 +5998,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v16 = n
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'failure': v10, 'detail': v11, 'raw_output': v12, 'steps': v13, 'prompt_tokens': v14, 'completion_tokens': v15, 'latency_ms': v16}, p
+    return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
 def _s34_record1(bytes b, Py_ssize_t p):
@@ -6025,7 +6025,7 @@ def _s34_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6169,7 +6169,7 @@ def _s34_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'required_capabilities': v9, 'reason': v10}, p
+    return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
 
 
 def _s35_record1(bytes b, Py_ssize_t p):
@@ -6195,7 +6195,7 @@ def _s35_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6319,7 +6319,7 @@ def _s35_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'from_agent_id': v9, 'reason': v10}, p
+    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s36_record1(bytes b, Py_ssize_t p):
@@ -6345,7 +6345,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6469,7 +6469,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'reason': v10}, p
+    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s37_record1(bytes b, Py_ssize_t p):
@@ -6495,7 +6495,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6648,7 +6648,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     v14 = n
     v15 = _boolean(b[p])
     p += 1
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'succeeded': v10, 'output': v11, 'malformed': v12, 'tokens': v13, 'latency_ms': v14, 'stale': v15}, p
+    return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
 def _s38_record1(bytes b, Py_ssize_t p):
@@ -6674,7 +6674,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6785,7 +6785,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v9 = b[p:e].decode('utf-8')
     p = e
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9}, p
+    return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
 def _s39_record1(bytes b, Py_ssize_t p):
@@ -6811,7 +6811,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -6938,7 +6938,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
         v10 = n
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'ground_truth_version': v10}, p
+    return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
 _s40_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
@@ -6967,7 +6967,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7119,7 +7119,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v14 = _int(n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'task_id': v6, 'replica': v7, 'attempt': v8, 'agent_id': v9, 'step': v10, 'action': v11, 'content': v12, 'prompt_tokens': v13, 'completion_tokens': v14}, p
+    return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
 
 
 def _s41_record1(bytes b, Py_ssize_t p):
@@ -7145,7 +7145,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7287,7 +7287,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'agent_id': v5, 'generation_id': v6, 'prompt_tokens': v7, 'completion_tokens': v8, 'mission_id': v9, 'task_id': v10}, p
+    return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
 def _s42_record1(bytes b, Py_ssize_t p):
@@ -7313,7 +7313,7 @@ def _s42_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7447,7 +7447,7 @@ def _s42_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9, 'reason': v10}, p
+    return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
 def _s43_record1(bytes b, Py_ssize_t p):
@@ -7473,7 +7473,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7585,7 +7585,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
     p = e
     v9, = _double(b, p)
     p += 8
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'candidate_id': v8, 'confidence': v9}, p
+    return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
 def _s44_record5(bytes b, Py_ssize_t p):
@@ -7631,7 +7631,7 @@ def _s44_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v2 = b[p:e].decode('utf-8')
     p = e
-    return {'candidate_id': v0, 'agent_id': v1, 'output': v2}, p
+    return _records.Candidate(v0, v1, v2), p
 
 
 def _s44_record1(bytes b, Py_ssize_t p):
@@ -7658,7 +7658,7 @@ def _s44_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7789,8 +7789,8 @@ def _s44_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v10 = _EPOCH + _timedelta(0, 0, 0, n)
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'mission_id': v5, 'ballot_id': v6, 'voter_agent_id': v7, 'slot': v8, 'candidates': v9, 'deadline_at': v10}, p
+    v10 = n
+    return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 _s45_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
@@ -7819,7 +7819,7 @@ def _s45_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -7923,7 +7923,7 @@ def _s45_record1(bytes b, Py_ssize_t p):
     if n & 1:
         raise ValueError('negative index')
     v8 = _s45_const2[n >> 1]
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'wait_id': v5, 'waiter_agent_id': v6, 'waits_for_agent_id': v7, 'outcome': v8}, p
+    return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
 def _s46_record1(bytes b, Py_ssize_t p):
@@ -7949,7 +7949,7 @@ def _s46_record1(bytes b, Py_ssize_t p):
         n = (n >> 1) ^ -(n & 1)
     else:
         n, p = _long(b, p)
-    v1 = _EPOCH + _timedelta(0, 0, 0, n)
+    v1 = n
     n = b[p]
     p += 1
     if n > 127:
@@ -8090,7 +8090,7 @@ def _s46_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    return {'event_id': v0, 'occurred_at': v1, 'correlation_id': v2, 'causation_id': v3, 'producer': v4, 'wait_id': v5, 'waiter_agent_id': v6, 'waits_for_agent_id': v7, 'mission_id': v8, 'task_id': v9}, p
+    return _records.WaitStarted(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
 
 
 READERS = {

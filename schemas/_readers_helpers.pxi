@@ -2,10 +2,8 @@
 # schemas/compiled.py, with C types, so a reader stays the same source whether it runs compiled or in Python.
 
 import struct
-from datetime import datetime, timedelta, timezone
+from swarmlog.schemas import records as _records
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_timedelta = timedelta
 _float = struct.Struct("<f").unpack_from
 _double = struct.Struct("<d").unpack_from
 

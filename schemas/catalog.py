@@ -6,12 +6,13 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import fastavro
 from fastavro.schema import to_parsing_canonical_form
+from fastavro.types import Schema
 
 from swarmlog.errors import SchemaCompatibilityError
 
@@ -34,7 +35,7 @@ def crc64_avro(data: bytes) -> int:
     return fp
 
 
-def fingerprint(schema: Mapping[str, Any] | str) -> bytes:
+def fingerprint(schema: dict[str, Any] | str) -> bytes:
     """The 8 little-endian bytes of the CRC-64-AVRO of a schema's Parsing Canonical Form (as on the wire)."""
     canonical = to_parsing_canonical_form(json.loads(schema) if isinstance(schema, str) else schema)
     return crc64_avro(canonical.encode()).to_bytes(8, "little")
@@ -46,8 +47,9 @@ class SchemaVersion:
 
     name: str
     version: int
-    schema: Mapping[str, Any]
-    parsed: Mapping[str, Any]
+    schema: dict[str, Any]
+    parsed: Schema
+    """The schema as fastavro parses it (what its readers and writers take)."""
     fingerprint: bytes
     path: Path
 

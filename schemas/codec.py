@@ -1,4 +1,5 @@
-"""Events to bytes and back: Avro single-object encoding, schema resolution into the latest version, invariants."""
+"""Events to bytes and back: Avro single-object encoding, schema resolution into the latest version's class,
+invariants."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from io import BytesIO
+from types import ModuleType
 from typing import Any, Protocol
 
-from fastavro import schemaless_reader, schemaless_writer
+import msgspec
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from fastavro.types import Schema
 from fastavro.validation import ValidationError, validate
 
 from swarmlog.errors import DecodeError, EncodeError
-from swarmlog.schemas import native
+from swarmlog.schemas import native, records, typed
 from swarmlog.schemas.catalog import SchemaCatalog, SchemaVersion, default_catalog
 from swarmlog.schemas.compiled import Reader, Unsupported, compile_reader
 from swarmlog.schemas.confluent import ConfluentFraming, HttpSchemaRegistry
@@ -56,34 +60,47 @@ class _Plan:
 
     name: str
     version: SchemaVersion
-    writer: Mapping[str, Any]
-    reader: Mapping[str, Any] | None
-    fields: frozenset[str]
-    defaults: Mapping[str, Any]
+    cls: type[Event]
+    writer: Schema
+    raw_writer: Schema
+    raw_reader: Schema | None
+    """The writer and reader schemas without logical types: fastavro reads timestamps as int milliseconds with them."""
     checks: tuple[Check, ...]
     fast: Reader | None
     """The generated reader of bodies written with the latest version, compiled where built (older versions are
     resolved by fastavro)."""
 
 
-def _plan(written: SchemaVersion, latest: SchemaVersion, compiled: Mapping[bytes, Reader]) -> _Plan:
-    """How to encode or decode with `written`, reading into `latest` (with its reader in `compiled` if there)."""
+def _plan(
+    written: SchemaVersion, latest: SchemaVersion, compiled: Mapping[bytes, Reader], classes: ModuleType
+) -> _Plan:
+    """How to encode or decode with `written`, reading into `latest`'s class in `classes` (with its reader in
+    `compiled` if there)."""
     fields = latest.schema["fields"]
     return _Plan(
         name=latest.name,
         version=written,
+        cls=classes.CLASSES[latest.name],
         writer=written.parsed,
-        reader=None if written is latest else latest.parsed,
-        fields=frozenset(field["name"] for field in fields),
-        defaults={field["name"]: field["default"] for field in fields if "default" in field},
+        raw_writer=parse_schema(without_logical_types(written.schema), _write_hint=False),
+        raw_reader=None if written is latest else parse_schema(without_logical_types(latest.schema), _write_hint=False),
         checks=checks_for(latest.name, [field["name"] for field in fields]),
-        fast=(compiled.get(written.fingerprint) or _generated(written)) if written is latest else None,
+        fast=(compiled.get(written.fingerprint) or _generated(written, classes)) if written is latest else None,
     )
 
 
-def _generated(version: SchemaVersion) -> Reader | None:
+def without_logical_types(schema: Any) -> Any:
+    """The schema (JSON form) with every logicalType dropped: values read as their underlying type."""
+    if isinstance(schema, list):
+        return [without_logical_types(item) for item in schema]
+    if isinstance(schema, dict):
+        return {key: without_logical_types(value) for key, value in schema.items() if key != "logicalType"}
+    return schema
+
+
+def _generated(version: SchemaVersion, classes: ModuleType) -> Reader | None:
     try:
-        return compile_reader(version.schema)
+        return compile_reader(version.schema, classes)
     except Unsupported:
         return None
 
@@ -94,9 +111,10 @@ class Codec:
     def __init__(self, catalog: SchemaCatalog, framing: Framing | None = None, *, compiled: bool = True) -> None:
         """`compiled=False` reads with the generated Python readers even where the Cython build of them exists."""
         self._framing = framing or SingleObjectFraming()
-        built = native.readers() if compiled else {}
+        classes = typed.classes_of(catalog)
+        built = native.readers() if compiled and classes is records else {}
         self._readers = {
-            version.fingerprint: _plan(version, catalog.latest(version.name), built) for version in catalog
+            version.fingerprint: _plan(version, catalog.latest(version.name), built, classes) for version in catalog
         }
         self._writers = {name: self._readers[catalog.latest(name).fingerprint] for name in catalog.names()}
 
@@ -105,30 +123,22 @@ class Codec:
         plan = self._writers.get(event.name)
         if plan is None:
             raise EncodeError(f"no schema for event {event.name!r}; add schemas/avro/{event.name}/v1.avsc")
-        data = event.data
-        if data.keys() != plan.fields:
-            data = self._complete(event.name, plan, data)
+        if type(event) is not plan.cls:
+            raise EncodeError(f"{type(event).__name__} is not the class of {event.name} events")
+        data = msgspec.to_builtins(event, builtin_types=(bytes,))
         try:
             validate(data, plan.writer, raise_errors=True)
         except ValidationError as exc:
             raise EncodeError(f"{event.name} does not match its schema: {'; '.join(map(str, exc.errors))}") from None
         try:
             for check in plan.checks:
-                check(data)
+                check(event)
         except InvariantViolation as exc:
             raise EncodeError(f"{event.name} breaks an invariant: {exc.reason}") from None
         buffer = BytesIO()
         buffer.write(self._framing.header(plan.version))
         schemaless_writer(buffer, plan.writer, data)
         return buffer.getvalue()
-
-    @staticmethod
-    def _complete(name: str, plan: _Plan, data: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The record with omitted defaulted fields filled in; EncodeError on fields the schema lacks."""
-        unknown = data.keys() - plan.fields
-        if unknown:
-            raise EncodeError(f"{name} has fields its schema does not: {', '.join(sorted(unknown))}")
-        return {**plan.defaults, **data}
 
     def decode(self, payload: bytes) -> Event:
         """The event in these bytes, read into the latest schema version; DecodeError saying why not."""
@@ -139,30 +149,30 @@ class Codec:
                 f"unknown schema fingerprint {fp.hex()}: written with a schema this build does not keep; "
                 "upgrade swarmlog or check the producer"
             )
-        data = None
+        event = None
         if plan.fast is not None:  # the generated reader; on any doubt about the bytes fastavro reads them again
             try:
-                data, end = plan.fast(payload, start)
+                event, end = plan.fast(payload, start)
             except Exception:
-                data = None
+                event = None
             else:
-                data = data if end == len(payload) else None
-        if data is None:
-            data = self._read(plan, payload, start)
+                event = event if end == len(payload) else None
+        if event is None:
+            event = self._read(plan, payload, start)
         try:
             for check in plan.checks:
-                check(data)
+                check(event)
         except InvariantViolation as exc:
             raise DecodeError(f"{plan.version.label} breaks an invariant: {exc.reason}") from None
-        return Event(plan.name, data)
+        return event
 
     @staticmethod
-    def _read(plan: _Plan, payload: bytes, start: int) -> dict[str, Any]:
+    def _read(plan: _Plan, payload: bytes, start: int) -> Event:
         """The body read by fastavro, resolved into the latest version; DecodeError saying what is wrong with it."""
         buffer = BytesIO(payload)
         buffer.seek(start)
         try:
-            data = schemaless_reader(buffer, plan.writer, plan.reader)
+            data = schemaless_reader(buffer, plan.raw_writer, plan.raw_reader)
         except Exception as exc:  # fastavro raises whatever its parsers hit on bytes that are not this schema
             problem = "truncated" if buffer.tell() >= len(payload) else "malformed"
             raise DecodeError(
@@ -170,7 +180,7 @@ class Codec:
             ) from None
         if buffer.tell() != len(payload):
             raise DecodeError(f"{len(payload) - buffer.tell()} trailing bytes after the {plan.version.label} body")
-        return data
+        return msgspec.convert(data, plan.cls)
 
     def decode_record(self, payload: bytes, topic: str, partition: int, offset: int) -> Event:
         """`decode`, with the record's log coordinates on any DecodeError."""

@@ -27,7 +27,8 @@ LockKey = tuple[str, int]
 
 def incompatibility(reader: SchemaVersion, writer: SchemaVersion) -> str | None:
     """Why data written with `writer` cannot be read with `reader` (Apache Avro's resolution rules), or None."""
-    result = ReaderWriterCompatibilityChecker().get_compatibility(_apache(reader), _apache(writer))
+    checker = ReaderWriterCompatibilityChecker()  # type: ignore[no-untyped-call]  # avro leaves __init__ unannotated
+    result = checker.get_compatibility(_apache(reader), _apache(writer))
     if result.compatibility is SchemaCompatibilityType.compatible:
         return None
     kinds = ", ".join(sorted({kind.value.replace("_", " ") for kind in result.incompatibilities}))

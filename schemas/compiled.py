@@ -1,7 +1,7 @@
 """Avro binary bodies read by Python source generated once per schema: the fast path of decoding the latest versions.
 
-`compile_reader(schema)` returns `read(payload, start) -> (record, end)`, equal to fastavro's schemaless_reader for
-every body that reader accepts. It raises on anything doubtful (a bad varint, length, index or boolean byte, an
+`compile_reader(schema)` returns `read(payload, start) -> (record, end)`: the record as its class in `records.py`,
+equal to what fastavro's schemaless_reader reads (timestamps as int milliseconds) for every body that reader accepts. It raises on anything doubtful (a bad varint, length, index or boolean byte, an
 out-of-range int), and the codec then asks fastavro, so errors read exactly as they always did. The same source,
 with C types declared, is what `schemas/native.py` compiles with Cython.
 """
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
-from swarmlog.schemas.events import EPOCH
+from swarmlog.schemas import records
+from swarmlog.schemas.typed import field_order
 
-Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+Reader = Callable[[bytes, int], tuple[Any, int]]
 INT32 = 2**31
 _FLOAT = struct.Struct("<f").unpack_from
 _DOUBLE = struct.Struct("<d").unpack_from
@@ -85,10 +86,11 @@ class Generator:
         function = self.names[full] = self.fresh("_record")
         namespace = full.rpartition(".")[0]
         lines = [f"def {function}(b, p):", "    size = len(b)"]
-        for index, field in enumerate(schema["fields"]):  # fields into locals, the dict built once at the end
+        for index, field in enumerate(schema["fields"]):  # fields into locals, the record built once at the end
             lines += self.value(field["type"], f"v{index}", namespace, "    ")
-        built = ", ".join(f"{field['name']!r}: v{index}" for index, field in enumerate(schema["fields"]))
-        self.functions.append("\n".join([*lines, f"    return {{{built}}}, p"]))
+        position = {field["name"]: index for index, field in enumerate(schema["fields"])}
+        built = ", ".join(f"v{position[field['name']]}" for field in field_order(schema))
+        self.functions.append("\n".join([*lines, f"    return _records.{full.rpartition('.')[2]}({built}), p"]))
         return function
 
     @staticmethod
@@ -168,7 +170,7 @@ class Generator:
         then = {
             "int": [f"{target} = _int(n)"],
             # (days, seconds, microseconds, milliseconds): positional arguments cost a third less than keywords
-            "long": [f"{target} = _EPOCH + _timedelta(0, 0, 0, n)" if logical else f"{target} = n"],
+            "long": [f"{target} = n"],  # timestamp-millis too: events keep int milliseconds
         }.get(kind)
         if then is not None:
             return [*self.varint("n", indent), *(indent + line for line in then)]
@@ -182,7 +184,7 @@ class Generator:
             }[kind]
         ]
 
-    def union(self, branches: list, target: str, namespace: str, indent: str) -> list[str]:
+    def union(self, branches: list[Any], target: str, namespace: str, indent: str) -> list[str]:
         lines = self.small("n", indent)
         for index, branch in enumerate(branches):  # branch i is written as the zig-zag byte 2i
             lines.append(f"{indent}{'if' if index == 0 else 'elif'} n == {2 * index}:")
@@ -218,8 +220,9 @@ class Generator:
         return name
 
 
-def compile_reader(schema: Mapping[str, Any]) -> Reader:
-    """The generated reader of bodies written with the record `schema`; Unsupported when it cannot make one."""
+def compile_reader(schema: Mapping[str, Any], classes: ModuleType = records) -> Reader:
+    """The generated reader of bodies written with the record `schema` (the latest version of its record in the
+    module `classes`); Unsupported when it cannot make one."""
     generator = Generator()
     entry = generator.record(schema, "")
     scope: dict[str, Any] = {
@@ -229,17 +232,17 @@ def compile_reader(schema: Mapping[str, Any]) -> Reader:
         "_boolean": _boolean,
         "_float": _FLOAT,
         "_double": _DOUBLE,
-        "_EPOCH": EPOCH,
-        "_timedelta": timedelta,
+        "_records": classes,
         **generator.constants,
     }
     exec(compile("\n\n".join(generator.functions), f"<avro reader {_full_name(schema, '')}>", "exec"), scope)
-    return scope[entry]
+    reader: Reader = scope[entry]
+    return reader
 
 
 def _full_name(schema: Mapping[str, Any], namespace: str) -> str:
     name = schema["name"]
     if "." in name:
-        return name
+        return str(name)
     space = schema.get("namespace", namespace)
     return f"{space}.{name}" if space else name

@@ -59,7 +59,8 @@ class HttpSchemaRegistry:
         request = urllib.request.Request(self._url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
-                return json.load(response)
+                answer: dict[str, Any] = json.load(response)
+                return answer
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None

@@ -1,41 +1,52 @@
-"""The in-memory shape of an event: its record name and field values, as folds and decisions see it."""
+"""The base of every event class: what all events have, whatever their record (the classes are in records.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, ClassVar
+
+import msgspec
 
 NAMESPACE = "swarmlog.v1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Event:
-    """One swarmlog event: the short Avro record name (e.g. "TaskAssigned") and its fields."""
+class Event(msgspec.Struct, frozen=True, gc=False):
+    """One swarmlog event: a frozen record of one schema's latest version, with the envelope every schema starts with."""
 
-    name: str
-    data: Mapping[str, Any]
+    name: ClassVar[str] = ""
+    """The short Avro record name, e.g. "TaskAssigned"."""
+
+    if TYPE_CHECKING:  # the envelope: declared by every generated class, in the order its readers build it
+
+        @property
+        def event_id(self) -> str:
+            """The envelope's unique id."""
+
+        @property
+        def occurred_at(self) -> int:
+            """When the producer says it happened, milliseconds since the epoch."""
+
+        @property
+        def correlation_id(self) -> str | None:
+            """The mission this event belongs to, if any."""
+
+        @property
+        def causation_id(self) -> str | None:
+            """event_id of the event that caused this one, if any."""
+
+        @property
+        def producer(self) -> str:
+            """Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."""
 
     @property
     def full_name(self) -> str:
         """The Avro full name, e.g. swarmlog.v1.TaskAssigned."""
         return f"{NAMESPACE}.{self.name}"
 
-    @property
-    def event_id(self) -> str:
-        """The envelope's unique id."""
-        return self.data["event_id"]
-
-    @property
-    def occurred_at_ms(self) -> int:
-        """The envelope's timestamp in milliseconds since the epoch."""
-        return to_millis(self.data["occurred_at"])
-
 
 def to_millis(value: datetime | int) -> int:
-    """Milliseconds since the epoch of a timestamp-millis value (decoders give aware datetimes)."""
+    """Milliseconds since the epoch of a timestamp given as a datetime (naive: UTC) or already as milliseconds."""
     if isinstance(value, int):
         return value
     if value.tzinfo is None:

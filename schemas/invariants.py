@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from swarmlog.schemas.events import to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import TaskSpec
 
-Record = Mapping[str, Any]
-Check = Callable[[Record], None]
+Check = Callable[[Any], None]
+"""A rule over one event (an instance of a generated class); InvariantViolation when it is broken."""
 
 
 class InvariantViolation(ValueError):
@@ -20,25 +21,27 @@ class InvariantViolation(ValueError):
 
 
 def _non_empty(field: str) -> Check:
-    def check(record: Record) -> None:
-        if not record[field]:
+    def check(record: Any) -> None:
+        if not getattr(record, field):
             raise InvariantViolation(f"{field} must not be empty")
 
     return check
 
 
 def _at_least(field: str, low: int) -> Check:
-    def check(record: Record) -> None:
-        if record[field] < low:
-            raise InvariantViolation(f"{field} must be at least {low}, got {record[field]}")
+    def check(record: Any) -> None:
+        value = getattr(record, field)
+        if value < low:
+            raise InvariantViolation(f"{field} must be at least {low}, got {value}")
 
     return check
 
 
 def _unit_interval(field: str) -> Check:
-    def check(record: Record) -> None:
-        if not 0.0 <= record[field] <= 1.0:
-            raise InvariantViolation(f"{field} must be in [0, 1], got {record[field]}")
+    def check(record: Any) -> None:
+        value = getattr(record, field)
+        if not 0.0 <= value <= 1.0:
+            raise InvariantViolation(f"{field} must be in [0, 1], got {value}")
 
     return check
 
@@ -61,22 +64,22 @@ FIELD_RULES: Mapping[str, Check] = {
 }
 
 
-def _task_graph(tasks: Sequence[Record]) -> None:
+def _task_graph(tasks: Sequence[TaskSpec]) -> None:
     """Unique task ids, dependencies only on tasks of the mission, no cycle, runnable replicas and steps."""
-    ids = [task["task_id"] for task in tasks]
+    ids = [task.task_id for task in tasks]
     known = set(ids)
     if len(known) != len(ids):
         duplicates = sorted({task_id for task_id in ids if ids.count(task_id) > 1})
         raise InvariantViolation(f"task ids must be unique, repeated: {duplicates}")
     for task in tasks:
-        unknown = sorted(set(task.get("depends_on", ())) - known)
+        unknown = sorted(set(task.depends_on) - known)
         if unknown:
-            raise InvariantViolation(f"task {task['task_id']!r} depends on unknown tasks {unknown}")
-        if task.get("replicas", 1) < 1:
-            raise InvariantViolation(f"task {task['task_id']!r} must have at least 1 replica")
-        if task.get("max_steps", 1) < 1:
-            raise InvariantViolation(f"task {task['task_id']!r} must allow at least 1 step")
-    cycle = _find_cycle({task["task_id"]: task.get("depends_on", ()) for task in tasks})
+            raise InvariantViolation(f"task {task.task_id!r} depends on unknown tasks {unknown}")
+        if task.replicas < 1:
+            raise InvariantViolation(f"task {task.task_id!r} must have at least 1 replica")
+        if task.max_steps < 1:
+            raise InvariantViolation(f"task {task.task_id!r} must allow at least 1 step")
+    cycle = _find_cycle({task.task_id: task.depends_on for task in tasks})
     if cycle:
         raise InvariantViolation(f"task dependencies form a cycle: {' -> '.join(cycle)}")
 
@@ -102,47 +105,46 @@ def _find_cycle(edges: Mapping[str, Collection[str]]) -> list[str]:
     return []
 
 
-def _mission(record: Record) -> None:
-    """A mission's task graph, consensus spec and limits."""
-    _task_graph(record["tasks"])
-    if not record["tasks"] and record.get("planning") is None:
+def _mission(record: Any) -> None:
+    """A mission's task graph, consensus spec and limits (MissionSubmitted or MissionAccepted)."""
+    _task_graph(record.tasks)
+    if not record.tasks and record.planning is None:
         raise InvariantViolation("a mission needs at least one task or a planning spec")
-    consensus = record["consensus"]
-    if consensus["window_ms"] <= 0:
-        raise InvariantViolation(f"consensus.window_ms must be positive, got {consensus['window_ms']}")
-    if not 0.0 < consensus["quorum"] <= 1.0:
-        raise InvariantViolation(f"consensus.quorum must be in (0, 1], got {consensus['quorum']}")
+    consensus = record.consensus
+    if consensus.window_ms <= 0:
+        raise InvariantViolation(f"consensus.window_ms must be positive, got {consensus.window_ms}")
+    if not 0.0 < consensus.quorum <= 1.0:
+        raise InvariantViolation(f"consensus.quorum must be in (0, 1], got {consensus.quorum}")
     for field in ("deadline_ms", "token_budget"):
-        value = record.get(field)
+        value = getattr(record, field, None)
         if value is not None and value <= 0:
             raise InvariantViolation(f"{field} must be positive when set, got {value}")
 
 
-def _experience(record: Record) -> None:
+def _experience(record: Any) -> None:
     """An experience can be recalled (it has an embedding) and expires (positive ttl)."""
-    if not record["embedding"]:
+    if not record.embedding:
         raise InvariantViolation("embedding must not be empty")
-    if record["ttl_s"] <= 0:
-        raise InvariantViolation(f"ttl_s must be positive, got {record['ttl_s']}")
+    if record.ttl_s <= 0:
+        raise InvariantViolation(f"ttl_s must be positive, got {record.ttl_s}")
 
 
-def _deadlock(record: Record) -> None:
+def _deadlock(record: Any) -> None:
     """A detected deadlock names a cycle, and one wait (id and start time) per edge of it."""
-    if not record["cycle"]:
+    if not record.cycle:
         raise InvariantViolation("cycle must not be empty")
     for field in ("wait_ids", "waits_started_at"):
-        if len(record[field]) != len(record["cycle"]):
+        entries = len(getattr(record, field))
+        if entries != len(record.cycle):
             raise InvariantViolation(
-                f"{field} must have one entry per edge of the cycle: {len(record[field])} for {len(record['cycle'])}"
+                f"{field} must have one entry per edge of the cycle: {entries} for {len(record.cycle)}"
             )
 
 
-def _budget_window(record: Record) -> None:
+def _budget_window(record: Any) -> None:
     """A budget window ends after it starts."""
-    if to_millis(record["window_end"]) <= to_millis(record["window_start"]):
-        raise InvariantViolation(
-            f"window_end {record['window_end']} must be after window_start {record['window_start']}"
-        )
+    if record.window_end <= record.window_start:
+        raise InvariantViolation(f"window_end {record.window_end} must be after window_start {record.window_start}")
 
 
 # Rules keyed by record name, for the structure of one kind of event.
@@ -163,7 +165,7 @@ def checks_for(name: str, fields: Collection[str]) -> tuple[Check, ...]:
     return tuple(checks)
 
 
-def check(name: str, record: Record) -> None:
-    """Raise InvariantViolation unless the full, schema-valid record `name` keeps every rule."""
-    for rule in checks_for(name, record.keys()):
-        rule(record)
+def check(event: Event) -> None:
+    """Raise InvariantViolation unless the event keeps every rule of its record."""
+    for rule in checks_for(event.name, event.__struct_fields__):
+        rule(event)

@@ -1,5 +1,5 @@
-"""The generated readers compiled with Cython: their source (kept in the repository, next to the schemas) and the
-built module's readers by fingerprint.
+"""The generated code of the schemas: the event classes (`records.py`, from `typed.py`) and the readers compiled
+with Cython (their source kept in the repository, next to the schemas), and the built module's readers by fingerprint.
 
 `schemas/_readers.pyx` holds, for the latest version of every schema, the very function `compiled.compile_reader`
 runs, with C types declared for its positions and varints, and includes the helpers they call
@@ -17,11 +17,13 @@ import re
 import sys
 from collections.abc import Mapping
 
+from swarmlog.schemas import typed
 from swarmlog.schemas.catalog import PACKAGE_DIR, SchemaCatalog, default_catalog
 from swarmlog.schemas.compiled import Generator, Reader, Unsupported
 
 log = logging.getLogger(__name__)
 SOURCE = PACKAGE_DIR / "_readers.pyx"
+CLASSES = PACKAGE_DIR / "records.py"
 _COUNTS = re.compile(r"\b\w+_count\d+\b")
 
 PRELUDE = '''\
@@ -74,21 +76,25 @@ def readers() -> Mapping[bytes, Reader]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write the module's source, or check that the file in the repository is current."""
+    """Write the generated sources, or check that the files in the repository are current."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"write {SOURCE.name} (else only check it)")
+    parser.add_argument("--write", action="store_true", help=f"write {CLASSES.name} and {SOURCE.name} (else check)")
     args = parser.parse_args(argv)
-    text = source(default_catalog())
+    catalog = default_catalog()
+    texts = {CLASSES: typed.source(catalog), SOURCE: source(catalog)}
     if args.write:
-        SOURCE.write_text(text, encoding="utf-8")
-        print(f"wrote {SOURCE}; rebuild it with: make setup")
+        for path, text in texts.items():
+            path.write_text(text, encoding="utf-8")
+        print(f"wrote {CLASSES} and {SOURCE}; rebuild the readers with: make setup")
         return 0
-    if not SOURCE.exists() or SOURCE.read_text(encoding="utf-8") != text:
+    stale = [path.name for path, text in texts.items() if not path.exists() or path.read_text("utf-8") != text]
+    if stale:
         print(
-            f"{SOURCE} is out of date with the schemas: run python -m swarmlog.schemas.native --write", file=sys.stderr
+            f"{' and '.join(stale)} out of date with the schemas: run python -m swarmlog.schemas.native --write",
+            file=sys.stderr,
         )
         return 1
-    print(f"{SOURCE.name} is current")
+    print(f"{CLASSES.name} and {SOURCE.name} are current")
     return 0
 
 

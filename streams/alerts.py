@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from swarmlog.schemas.events import EPOCH, Event
+from swarmlog.schemas.events import Event
 
 PRODUCER = "streams"
-
-
-def from_millis(ms: int) -> datetime:
-    """The aware UTC datetime of milliseconds since the epoch (exact, no float rounding)."""
-    return EPOCH + timedelta(milliseconds=ms)
+E = TypeVar("E", bound=Event)
 
 
 def derived_id(*parts: str | int) -> str:
@@ -23,20 +18,21 @@ def derived_id(*parts: str | int) -> str:
 
 
 def alert(
-    name: str,
+    event_class: type[E],
     now_ms: int,
     identity: tuple[str | int, ...],
     *,
     causation_id: str | None = None,
     correlation_id: str | None = None,
     **fields: Any,
-) -> Event:
-    """An event decided by the stream processors: id derived from `name` and `identity`, occurred at `now_ms`."""
-    envelope = {
-        "event_id": derived_id(name, *identity),
-        "occurred_at": from_millis(now_ms),
-        "correlation_id": correlation_id,
-        "causation_id": causation_id,
-        "producer": PRODUCER,
-    }
-    return Event(name, {**envelope, **fields})
+) -> E:
+    """An event decided by the stream processors: id derived from its record name and `identity`, occurred at
+    `now_ms`."""
+    return event_class(
+        event_id=derived_id(event_class.name, *identity),
+        occurred_at=now_ms,
+        correlation_id=correlation_id,
+        causation_id=causation_id,
+        producer=PRODUCER,
+        **fields,
+    )

@@ -17,13 +17,15 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Set
 
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import BudgetExceeded, BudgetRestored, TokensUsed
 
-from .alerts import alert, from_millis
+from .alerts import alert
 from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
 from .persistent import PMap, PSet, replace
 
 DEFAULT_WINDOW_MS = 60_000
+BudgetDecision = BudgetExceeded | BudgetRestored
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,6 +67,7 @@ def evolve(state: Budgets, event: Event) -> Budgets:
     agents = evolve_by_agent(
         state.agents,
         event,
+        agent_of,
         functools.partial(evolve_usage, window_ms=state.window_ms),
         functools.partial(expires_at, window_ms=state.window_ms),
     )
@@ -78,6 +81,7 @@ def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
         agents=fold_by_agent(
             state.agents,
             events,
+            agent_of,
             functools.partial(evolve_usage, window_ms=state.window_ms),
             functools.partial(expires_at, window_ms=state.window_ms),
         ),
@@ -89,24 +93,35 @@ def expires_at(usage: AgentUsage, window_ms: int) -> int | None:
     return None if usage.throttled_until is not None else usage.window_start + window_ms + RETENTION_MS
 
 
+def agent_of(event: Event) -> str | None:
+    """The agent a usage or budget event is about; None for any other event."""
+    match event:
+        case TokensUsed() | BudgetExceeded() | BudgetRestored():
+            return event.agent_id
+        case _:
+            return None
+
+
 def evolve_usage(usage: AgentUsage | None, event: Event, window_ms: int) -> AgentUsage | None:
     """One agent's usage after `event`, in `window_ms` windows (the per-key fold); `usage` itself when unchanged."""
-    if event.name == "TokensUsed":
-        return _used(usage, event, window_start(event.occurred_at_ms, window_ms))
-    if event.name == "BudgetExceeded":
-        return _exceeded(usage, event.data)
-    if event.name == "BudgetRestored" and usage is not None:
-        return _restored(usage, event.data)
-    return usage
+    match event:
+        case TokensUsed():
+            return _used(usage, event, window_start(event.occurred_at, window_ms))
+        case BudgetExceeded():
+            return _exceeded(usage, event)
+        case BudgetRestored() if usage is not None:
+            return _restored(usage, event)
+        case _:
+            return usage
 
 
-def decide_budget(state: Budgets, trigger: Event | int, policy: BudgetPolicy) -> list[Event]:
+def decide_budget(state: Budgets, trigger: Event | int, policy: BudgetPolicy) -> list[BudgetDecision]:
     """BudgetRestored/BudgetExceeded due after a folded TokensUsed (for its agent) or a tick at `now_ms` (for all)."""
     if isinstance(trigger, int):
         return [event for agent_id in sorted(state.agents) for event in _due(state, agent_id, trigger, policy, None)]
-    if trigger.name != "TokensUsed":
+    if not isinstance(trigger, TokensUsed):
         return []
-    return _due(state, trigger.data["agent_id"], trigger.occurred_at_ms, policy, trigger.event_id)
+    return _due(state, trigger.agent_id, trigger.occurred_at, policy, trigger.event_id)
 
 
 def window_start(at_ms: int, window_ms: int) -> int:
@@ -114,33 +129,33 @@ def window_start(at_ms: int, window_ms: int) -> int:
     return at_ms - at_ms % window_ms
 
 
-def _due(state: Budgets, agent_id: str, now_ms: int, policy: BudgetPolicy, cause: str | None) -> list[Event]:
+def _due(state: Budgets, agent_id: str, now_ms: int, policy: BudgetPolicy, cause: str | None) -> list[BudgetDecision]:
     usage = state.agents.get(agent_id)
     if usage is None:
         return []
-    due = []
+    due: list[BudgetDecision] = []
     if usage.throttled_until is not None and usage.throttled_until <= now_ms:
         due.append(
             alert(
-                "BudgetRestored",
+                BudgetRestored,
                 now_ms,
                 (agent_id, usage.throttled_until),
                 causation_id=cause,
                 agent_id=agent_id,
-                window_start=from_millis(usage.throttled_until),
+                window_start=usage.throttled_until,
             )
         )
     budget = policy.budget_for(agent_id)
     if usage.used > budget and usage.exceeded_window != usage.window_start:
         due.append(
             alert(
-                "BudgetExceeded",
+                BudgetExceeded,
                 now_ms,
                 (agent_id, usage.window_start),
                 causation_id=cause,
                 agent_id=agent_id,
-                window_start=from_millis(usage.window_start),
-                window_end=from_millis(usage.window_start + state.window_ms),
+                window_start=usage.window_start,
+                window_end=usage.window_start + state.window_ms,
                 used=usage.used,
                 budget=budget,
             )
@@ -148,10 +163,9 @@ def _due(state: Budgets, agent_id: str, now_ms: int, policy: BudgetPolicy, cause
     return due
 
 
-def _used(usage: AgentUsage | None, event: Event, window: int) -> AgentUsage:
-    data = event.data
-    tokens = max(0, data["prompt_tokens"]) + max(0, data["completion_tokens"])
-    generation = data["generation_id"]
+def _used(usage: AgentUsage | None, event: TokensUsed, window: int) -> AgentUsage:
+    tokens = max(0, event.prompt_tokens) + max(0, event.completion_tokens)
+    generation = event.generation_id
     if usage is None:
         return AgentUsage(window, tokens, PSet((generation,)))
     if window < usage.window_start or (window == usage.window_start and generation in usage.generations):
@@ -161,8 +175,8 @@ def _used(usage: AgentUsage | None, event: Event, window: int) -> AgentUsage:
     return replace(usage, used=usage.used + tokens, generations=PSet(usage.generations).add(generation))
 
 
-def _exceeded(usage: AgentUsage | None, data: Mapping) -> AgentUsage:
-    start, end = to_millis(data["window_start"]), to_millis(data["window_end"])
+def _exceeded(usage: AgentUsage | None, event: BudgetExceeded) -> AgentUsage:
+    start, end = event.window_start, event.window_end
     if usage is None:
         return AgentUsage(start, exceeded_window=start, throttled_until=end)
     if usage.exceeded_window is not None and start <= usage.exceeded_window:
@@ -170,7 +184,7 @@ def _exceeded(usage: AgentUsage | None, data: Mapping) -> AgentUsage:
     return replace(usage, exceeded_window=start, throttled_until=end)
 
 
-def _restored(usage: AgentUsage, data: Mapping) -> AgentUsage:
-    if usage.throttled_until is None or to_millis(data["window_start"]) < usage.throttled_until:
+def _restored(usage: AgentUsage, event: BudgetRestored) -> AgentUsage:
+    if usage.throttled_until is None or event.window_start < usage.throttled_until:
         return usage
     return replace(usage, throttled_until=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Generic, TypeVar
 
 from swarmlog.schemas.events import Event
 
@@ -26,21 +26,22 @@ RETENTION_MS = 600_000
 def evolve_by_agent(
     values: Mapping[str, V],
     event: Event,
+    agent_of: Callable[[Event], str | None],
     evolve_value: Callable[[V | None, Event], V | None],
     expires_at: Callable[[V], int | None],
 ) -> Mapping[str, V]:
-    """`values` without the entries expired at the event's time, then with the event's agent_id entry through
-    `evolve_value` (gone if that left it expired); `values` itself when that changed nothing (a scan of every entry:
-    `fold_by_agent` is the fast form)."""
-    now_ms = event.occurred_at_ms
+    """`values` without the entries expired at the event's time, then with the entry of the event's agent (`agent_of`)
+    through `evolve_value` (gone if that left it expired); `values` itself when that changed nothing (a scan of every
+    entry: `fold_by_agent` is the fast form)."""
+    now_ms = event.occurred_at
     gone = [key for key, value in values.items() if _expired(value, now_ms, expires_at)]
     if gone:
         kept = PMap.of(values)
         for key in gone:
             kept = kept.delete(key)
         values = kept
-    agent_id = event.data.get("agent_id")
-    if not isinstance(agent_id, str):
+    agent_id = agent_of(event)
+    if agent_id is None:
         return values
     before = values.get(agent_id)
     after = evolve_value(before, event)
@@ -54,23 +55,24 @@ def evolve_by_agent(
 def fold_by_agent(
     values: Mapping[str, V],
     events: Iterable[Event],
+    agent_of: Callable[[Event], str | None],
     evolve_value: Callable[[V | None, Event], V | None],
     expires_at: Callable[[V], int | None],
-) -> PMap:
+) -> PMap[str, V]:
     """`evolve_by_agent` over `events` in order, with the entries in a dict and their expiries in a heap meanwhile."""
-    held: dict[str, Any] = dict(values)
+    held: dict[str, V] = dict(values)
     expiries = Expiries(held.items(), expires_at)
     for event in events:
         if expiries.heap:
-            for key in expiries.expired(event.occurred_at_ms, held.get):
+            for key in expiries.expired(event.occurred_at, held.get):
                 del held[key]
-        agent_id = event.data.get("agent_id")
-        if isinstance(agent_id, str):
+        agent_id = agent_of(event)
+        if agent_id is not None:
             before = held.get(agent_id)
             after = evolve_value(before, event)
             if after is before or after is None:
                 continue
-            if expires_at(after) is None or expiries.keeps(agent_id, before, after, event.occurred_at_ms):
+            if expires_at(after) is None or expiries.keeps(agent_id, before, after, event.occurred_at):
                 held[agent_id] = after  # (an entry that never expires, the usual one, skips the call)
             else:
                 held.pop(agent_id, None)
@@ -82,7 +84,7 @@ def _expired(value: V, now_ms: int, expires_at: Callable[[V], int | None]) -> bo
     return at is not None and at <= now_ms
 
 
-class Expiries:
+class Expiries(Generic[V]):
     """When the entries of a keyed state expire, soonest first: a heap, kept up as entries change, whose outdated
     times are skipped when they come up."""
 

@@ -12,6 +12,7 @@ import dataclasses
 import json
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import ExperienceRecorded
 
 DEFAULT_FLUSH_INTERVAL_MS = 500
 
@@ -27,22 +28,21 @@ class MemoryWrite:
 
 def plan_write(event: Event, now_ms: int) -> MemoryWrite | None:
     """The write an ExperienceRecorded becomes, or None for other events and experiences expired by `now_ms`."""
-    if event.name != "ExperienceRecorded":
+    if not isinstance(event, ExperienceRecorded):
         return None
-    data = event.data
-    expire_at_ms = event.occurred_at_ms + data["ttl_s"] * 1000
+    expire_at_ms = event.occurred_at + event.ttl_s * 1000
     if expire_at_ms <= now_ms:
         return None
     record = {
-        "content": data["content"],
-        "kind": data["kind"],
-        "agent": data["agent_id"],
-        "node": data["node"],
-        "embedding": list(data["embedding"]),
-        "mission": data.get("mission_id"),
+        "content": event.content,
+        "kind": event.kind,
+        "agent": event.agent_id,
+        "node": event.node,
+        "embedding": list(event.embedding),
+        "mission": event.mission_id,
     }
     value = json.dumps(record, sort_keys=True, separators=(",", ":"))
-    return MemoryWrite(f"experience:{data['experience_id']}", value, expire_at_ms)
+    return MemoryWrite(f"experience:{event.experience_id}", value, expire_at_ms)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

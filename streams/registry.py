@@ -21,8 +21,15 @@ from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentRegistered,
+    AgentStatus,
+)
 
-from .alerts import alert, from_millis
+from .alerts import alert
 from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
 from .persistent import PMap, replace
 
@@ -50,7 +57,7 @@ class AgentView(NamedTuple):
     registered_at_ms: int
     last_heartbeat_ms: int
     last_sequence: int = -1
-    status: str = "IDLE"
+    status: AgentStatus = "IDLE"
     in_flight_task: str | None = None
     liveness: Liveness = "alive"
 
@@ -70,20 +77,30 @@ class Registry:
 INITIAL = Registry()
 
 
+def agent_of(event: Event) -> str | None:
+    """The agent a registry or heartbeat event is about; None for any other event."""
+    match event:
+        case AgentRegistered() | AgentHeartbeat() | AgentDeclaredDead() | AgentDeregistered():
+            return event.agent_id
+        case _:
+            return None
+
+
 def evolve_agent(view: AgentView | None, event: Event) -> AgentView | None:
     """One agent's view after `event` (the per-key fold a keyed table runs)."""
-    if event.name == "AgentRegistered":
+    if isinstance(event, AgentRegistered):
         return _registered(view, event)
     if view is None:
         return None
-    of_this_run = event.data.get("registration_id") == view.registration_id
-    if event.name == "AgentHeartbeat" and of_this_run:
-        return _heartbeat(view, event.data, event.occurred_at_ms)
-    if event.name == "AgentDeclaredDead" and of_this_run:
-        return replace(view, liveness="dead") if view.alive else view
-    if event.name == "AgentDeregistered" and event.occurred_at_ms >= view.registered_at_ms:
-        return view if view.liveness == "deregistered" else replace(view, liveness="deregistered")
-    return view
+    match event:
+        case AgentHeartbeat() if event.registration_id == view.registration_id:
+            return _heartbeat(view, event)
+        case AgentDeclaredDead() if event.registration_id == view.registration_id:
+            return replace(view, liveness="dead") if view.alive else view
+        case AgentDeregistered() if event.occurred_at >= view.registered_at_ms:
+            return view if view.liveness == "deregistered" else replace(view, liveness="deregistered")
+        case _:
+            return view
 
 
 def expires_at(view: AgentView) -> int | None:
@@ -94,18 +111,18 @@ def expires_at(view: AgentView) -> int | None:
 
 def evolve(state: Registry, event: Event) -> Registry:
     """The registry after `event`, without the views expired by its time; other events leave it as it is."""
-    agents = evolve_by_agent(state.agents, event, evolve_agent, expires_at)
+    agents = evolve_by_agent(state.agents, event, agent_of, evolve_agent, expires_at)
     return state if agents is state.agents else Registry(agents)
 
 
 def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
     """`evolve` over `events` in order, with the views held in a dict meanwhile, as the worker's table holds them."""
-    return Registry(fold_by_agent(state.agents, events, evolve_agent, expires_at))
+    return Registry(fold_by_agent(state.agents, events, agent_of, evolve_agent, expires_at))
 
 
 def decide_liveness(
     state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0
-) -> list[Event]:
+) -> list[AgentDeclaredDead]:
     """AgentDeclaredDead for each alive agent silent for more than `timeout_ms` at `now_ms`, once per epoch.
 
     Silence counts from `watched_since_ms` at the earliest: the time since which the decider has read the log without
@@ -114,13 +131,13 @@ def decide_liveness(
     """
     return [
         alert(
-            "AgentDeclaredDead",
+            AgentDeclaredDead,
             now_ms,
             (view.agent_id, view.registration_id),
             causation_id=view.registration_id,
             agent_id=view.agent_id,
             registration_id=view.registration_id,
-            last_heartbeat_at=from_millis(view.last_heartbeat_ms),
+            last_heartbeat_at=view.last_heartbeat_ms,
             timeout_ms=timeout_ms,
             in_flight_task=view.in_flight_task,
         )
@@ -129,20 +146,19 @@ def decide_liveness(
     ]
 
 
-def _registered(view: AgentView | None, event: Event) -> AgentView:
-    at_ms = event.occurred_at_ms
+def _registered(view: AgentView | None, event: AgentRegistered) -> AgentView:
+    at_ms = event.occurred_at
     if view is not None and (at_ms, event.event_id) <= (view.registered_at_ms, view.registration_id):
         return view
-    data = event.data
     return AgentView(
-        agent_id=data["agent_id"],
-        capabilities=tuple(sorted(set(data.get("capabilities", ())))),
-        model=data["model"],
-        brain=data["brain"],
-        node=data["node"],
-        gpu=data.get("gpu"),
-        region=data["region"],
-        slot=data["slot"],
+        agent_id=event.agent_id,
+        capabilities=tuple(sorted(set(event.capabilities))),
+        model=event.model,
+        brain=event.brain,
+        node=event.node,
+        gpu=event.gpu,
+        region=event.region,
+        slot=event.slot,
         epoch=1 if view is None else view.epoch + 1,
         registration_id=event.event_id,
         registered_at_ms=at_ms,
@@ -150,14 +166,14 @@ def _registered(view: AgentView | None, event: Event) -> AgentView:
     )
 
 
-def _heartbeat(view: AgentView, data: Mapping, at_ms: int) -> AgentView:
-    latest = max(view.last_heartbeat_ms, at_ms)
-    if data["sequence"] <= view.last_sequence:
+def _heartbeat(view: AgentView, event: AgentHeartbeat) -> AgentView:
+    latest = max(view.last_heartbeat_ms, event.occurred_at)
+    if event.sequence <= view.last_sequence:
         return view if latest == view.last_heartbeat_ms else replace(view, last_heartbeat_ms=latest)
     return replace(
         view,
         last_heartbeat_ms=latest,
-        last_sequence=data["sequence"],
-        status=data["status"],
-        in_flight_task=data.get("in_flight_task"),
+        last_sequence=event.sequence,
+        status=event.status,
+        in_flight_task=event.in_flight_task,
     )

@@ -26,8 +26,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import DeadlockDetected, WaitEnded, WaitStarted
 
-from .alerts import alert, from_millis
+from .alerts import alert
 from .persistent import PMap, TimedMap, replace
 
 DEFAULT_RETENTION_MS = 300_000
@@ -71,13 +72,15 @@ INITIAL = WaitGraph()
 
 def evolve(state: WaitGraph, event: Event) -> WaitGraph:
     """The graph after `event`; other events leave it as it is."""
-    if event.name == "WaitStarted":
-        return _started(_expired(state, event.occurred_at_ms), event)
-    if event.name == "WaitEnded":
-        return _ended(_expired(state, event.occurred_at_ms), event)
-    if event.name == "DeadlockDetected":
-        return _reported(state, event)
-    return state
+    match event:
+        case WaitStarted():
+            return _started(_expired(state, event.occurred_at), event)
+        case WaitEnded():
+            return _ended(_expired(state, event.occurred_at), event)
+        case DeadlockDetected():
+            return _reported(state, event)
+        case _:
+            return state
 
 
 def canonical(agents: Sequence[str], wait_ids: Sequence[str]) -> Cycle:
@@ -105,7 +108,9 @@ def cycle_through(state: WaitGraph, wait_id: str) -> Cycle | None:
         frontier = following
     if origin not in came_from:
         return None
-    agents, wait_ids, agent = [], [], origin
+    agents: list[str] = []
+    wait_ids: list[str] = []
+    agent = origin
     while not agents or agent != origin:
         agent, via = came_from[agent]
         agents.append(agent)
@@ -113,23 +118,23 @@ def cycle_through(state: WaitGraph, wait_id: str) -> Cycle | None:
     return canonical(agents[::-1], wait_ids[::-1])
 
 
-def decide_deadlocks(state: WaitGraph, now_ms: int, trigger: Event) -> list[Event]:
+def decide_deadlocks(state: WaitGraph, now_ms: int, trigger: Event) -> list[DeadlockDetected]:
     """DeadlockDetected for the cycle the WaitStarted `trigger` (already folded) closed, unless already reported."""
-    if trigger.name != "WaitStarted":
+    if not isinstance(trigger, WaitStarted):
         return []
-    cycle = cycle_through(state, trigger.data["wait_id"])
+    cycle = cycle_through(state, trigger.wait_id)
     if cycle is None or cycle.wait_ids in state.reported:
         return []
     return [
         alert(
-            "DeadlockDetected",
+            DeadlockDetected,
             now_ms,
             cycle.wait_ids,
             causation_id=trigger.event_id,
-            correlation_id=trigger.data.get("correlation_id"),
+            correlation_id=trigger.correlation_id,
             cycle=list(cycle.agents),
             wait_ids=list(cycle.wait_ids),
-            waits_started_at=[from_millis(state.waits[wait_id].started_ms) for wait_id in cycle.wait_ids],
+            waits_started_at=[state.waits[wait_id].started_ms for wait_id in cycle.wait_ids],
         )
     ]
 
@@ -159,14 +164,15 @@ def entry_changes(before: WaitGraph, after: WaitGraph, event: Event) -> tuple[di
     is `before` with `event` (and the deadlocks decided on it) folded: only what those can touch is compared."""
     if after is before:
         return {}, []
-    wait_id = event.data.get("wait_id")
+    wait_id = event.wait_id if isinstance(event, WaitStarted | WaitEnded) else None
     # Waits leave by ending (the event's) or by being abandoned (the oldest); ended waits only by expiring (the
     # oldest). The event's wait may come back at once, with a new time, if it had expired.
     gone = dict.fromkeys(_changed(before.waits, after.waits))
-    if wait_id in before.waits and wait_id not in after.waits:
+    if wait_id is not None and wait_id in before.waits and wait_id not in after.waits:
         gone[wait_id] = None
-    puts: dict[str, Any] = {ENDED_ROW + key: after.ended[key] for key in (*gone, wait_id) if key in after.ended}
-    if wait_id in after.waits:
+    touched = [*gone] if wait_id is None else [*gone, wait_id]
+    puts: dict[str, Any] = {ENDED_ROW + key: after.ended[key] for key in touched if key in after.ended}
+    if wait_id is not None and wait_id in after.waits:
         puts[WAIT_ROW + wait_id] = after.waits[wait_id]
     deletes = [WAIT_ROW + key for key in gone if key not in after.waits]
     deletes += [ENDED_ROW + key for key in _changed(before.ended, after.ended) if key not in after.ended]
@@ -184,7 +190,7 @@ def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[st
     return itertools.takewhile(lambda key: after.get(key) != before[key], TimedMap.of(before).oldest())
 
 
-def _waits(waits: Mapping[str, Wait]) -> TimedMap:
+def _waits(waits: Mapping[str, Wait]) -> TimedMap[str, Wait]:
     return TimedMap.of(waits, STARTED)
 
 
@@ -197,12 +203,11 @@ def _expired(state: WaitGraph, now_ms: int) -> WaitGraph:
     return state if ended is state.ended else replace(state, ended=ended)
 
 
-def _started(state: WaitGraph, event: Event) -> WaitGraph:
-    data = event.data
-    wait_id = data["wait_id"]
+def _started(state: WaitGraph, event: WaitStarted) -> WaitGraph:
+    wait_id = event.wait_id
     if wait_id in state.waits or wait_id in state.ended:
         return state
-    wait = Wait(wait_id, data["waiter_agent_id"], data["waits_for_agent_id"], event.occurred_at_ms)
+    wait = Wait(wait_id, event.waiter_agent_id, event.waits_for_agent_id, event.occurred_at)
     return replace(
         state,
         waits=_waits(state.waits).set(wait_id, wait),
@@ -210,9 +215,9 @@ def _started(state: WaitGraph, event: Event) -> WaitGraph:
     )
 
 
-def _ended(state: WaitGraph, event: Event) -> WaitGraph:
-    wait_id = event.data["wait_id"]
-    return state if wait_id in state.ended else _close(state, wait_id, event.occurred_at_ms)
+def _ended(state: WaitGraph, event: WaitEnded) -> WaitGraph:
+    wait_id = event.wait_id
+    return state if wait_id in state.ended else _close(state, wait_id, event.occurred_at)
 
 
 def _close(state: WaitGraph, wait_id: str, at_ms: int) -> WaitGraph:
@@ -230,8 +235,8 @@ def _close(state: WaitGraph, wait_id: str, at_ms: int) -> WaitGraph:
     )
 
 
-def _reported(state: WaitGraph, event: Event) -> WaitGraph:
-    key = canonical(event.data["cycle"], event.data["wait_ids"]).wait_ids
+def _reported(state: WaitGraph, event: DeadlockDetected) -> WaitGraph:
+    key = canonical(event.cycle, event.wait_ids).wait_ids
     if key in state.reported or any(wait_id in state.ended for wait_id in key):
         return state
     return replace(state, reported=state.reported | {key})

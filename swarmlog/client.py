@@ -14,8 +14,9 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from swarmlog.coordinator import plan
@@ -24,18 +25,33 @@ from swarmlog.coordinator.journal import Unreadable
 from swarmlog.coordinator.placement import owner
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import JOURNAL, repair_command
-from swarmlog.envelope import now_ms, stamp
+from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    ConsensusReached,
+    ConsensusTimedOut,
+    MissionAccepted,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    MissionSubmitted,
+    PhaseStarted,
+    TaskAssigned,
+    TaskQueued,
+    TaskResultRecorded,
+    VoteRecorded,
+)
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
 MISSIONS = "swarm.missions"
 log = logging.getLogger("swarmlog.client")
-TERMINAL = frozenset({"MissionCompleted", "MissionFailed", "MissionRejected"})
+Terminal: TypeAlias = MissionCompleted | MissionFailed | MissionRejected
+"""The events a mission ends with."""
 
 
 class MissionTimeout(SwarmlogError):
@@ -63,7 +79,7 @@ MISSION_FIELDS = (
 TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps")
 
 
-def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> Event:
+def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> MissionSubmitted:
     """The MissionSubmitted event of a mission dict, checked by the codec and the plan rules; MissionInvalid if not."""
     if not isinstance(mission, Mapping):
         raise MissionInvalid(
@@ -81,15 +97,18 @@ def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:pyth
                 f"tasks[{index}] has unknown field(s) {', '.join(extra)}; a task has {', '.join(TASK_FIELDS)}"
             )
     fields = {"mission_id": uuid.uuid4().hex[:12], "region": None, "submitted_by": producer} | dict(mission)
-    event = stamp("MissionSubmitted", producer=producer, correlation_id=fields["mission_id"], **fields)
+    envelope = {"event_id": uuid.uuid4().hex, "occurred_at": now_ms(), "producer": producer}
+    try:
+        event = msgspec.convert(fields | envelope | {"correlation_id": fields["mission_id"]}, MissionSubmitted)
+    except msgspec.ValidationError as exc:
+        raise MissionInvalid(f"MissionSubmitted does not match its schema: {exc}; nothing was produced") from None
     try:
         codec_for(None).encode(event)
     except EncodeError as exc:
         raise MissionInvalid(f"{exc}; nothing was produced") from None
-    tasks, planning = fields.get("tasks") or [], fields.get("planning")
-    if bool(tasks) == bool(planning):
+    if bool(event.tasks) == bool(event.planning):
         raise MissionInvalid("a mission needs either `tasks` or a `planning` step (not both, not neither)")
-    problem = plan.problem([plan.from_record(task) for task in tasks]) if tasks else None
+    problem = plan.problem([plan.from_record(task) for task in event.tasks]) if event.tasks else None
     if problem:
         raise MissionInvalid(f"tasks: {problem}")
     return event
@@ -226,39 +245,41 @@ class MissionProgress:
     tokens: int = 0
     votes: int = 0
     consensus: str | None = None
-    result: Event | None = None
+    result: Terminal | None = None
 
     def apply(self, event: Event) -> MissionProgress:
         """Fold one journal event of this mission in (in place) and return self."""
-        data, name = event.data, event.name
-        if name == "MissionAccepted":
-            self.title, self.phase = data["title"], "ACCEPTED"
-            self.planned = sum(task.get("replicas", 1) for task in data.get("tasks") or ())
-        elif name == "PhaseStarted":
-            self.phase = str(data["phase"])
-        elif name == "TaskAssigned":
-            self.assigned += 1
-        elif name == "TaskQueued":
-            self.queued += 1
-        elif name == "TaskResultRecorded" and not data.get("stale"):
-            tally = self.done if data["succeeded"] else self.failed
-            tally[data["agent_id"]] = tally.get(data["agent_id"], 0) + 1
-            self.tokens += data.get("tokens") or 0
-        elif name == "VoteRecorded":
-            self.votes += 1
-        elif name == "ConsensusReached":
-            self.consensus = f"reached on {data['candidate_id']} in {data['consensus_ms']} ms"
-        elif name == "ConsensusTimedOut":
-            self.consensus = f"timed out with {data['votes']}/{data['voters']} votes"
-        elif name in TERMINAL:
-            self.phase, self.result = {"MissionCompleted": "COMPLETED"}.get(name, "FAILED"), event
-            self.tokens = data.get("tokens_used", self.tokens) or self.tokens
+        match event:
+            case MissionAccepted():
+                self.title, self.phase = event.title, "ACCEPTED"
+                self.planned = sum(task.replicas for task in event.tasks)
+            case PhaseStarted():
+                self.phase = event.phase
+            case TaskAssigned():
+                self.assigned += 1
+            case TaskQueued():
+                self.queued += 1
+            case TaskResultRecorded(stale=False):
+                tally = self.done if event.succeeded else self.failed
+                tally[event.agent_id] = tally.get(event.agent_id, 0) + 1
+                self.tokens += event.tokens
+            case VoteRecorded():
+                self.votes += 1
+            case ConsensusReached():
+                self.consensus = f"reached on {event.candidate_id} in {event.consensus_ms} ms"
+            case ConsensusTimedOut():
+                self.consensus = f"timed out with {event.votes}/{event.voters} votes"
+            case MissionCompleted() | MissionFailed():
+                self.phase, self.result = "COMPLETED" if isinstance(event, MissionCompleted) else "FAILED", event
+                self.tokens = event.tokens_used or self.tokens
+            case MissionRejected():
+                self.phase, self.result = "FAILED", event
         return self
 
     @property
     def succeeded(self) -> bool:
         """Whether the mission ended and succeeded."""
-        return self.result is not None and self.result.name == "MissionCompleted" and bool(self.result.data["success"])
+        return isinstance(self.result, MissionCompleted) and self.result.success
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready snapshot of the progress."""
@@ -289,14 +310,14 @@ class MissionClient:
         """The region that runs the mission: the one it names, else the coordinators' placement."""
         return region or owner(mission_id, self._settings.region_names)
 
-    def validate(self, mission: Mapping[str, Any] | Mission) -> Event:
+    def validate(self, mission: Mapping[str, Any] | Mission) -> MissionSubmitted:
         """The MissionSubmitted event this client would produce, or MissionInvalid naming the field; no I/O."""
         return validate_mission(
             mission.to_dict() if isinstance(mission, Mission) else mission, producer=self._producer_name
         )
 
     @staticmethod
-    def validate_offline(mission: Mapping[str, Any] | Mission) -> Event:
+    def validate_offline(mission: Mapping[str, Any] | Mission) -> MissionSubmitted:
         """`validate` without a client (no settings needed): for checking files before connecting."""
         return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission)
 
@@ -308,43 +329,41 @@ class MissionClient:
         """Produce a MissionSubmitted (validated against its schema first, placed) and return the mission id."""
         event = await self.placed(mission)
         await self.produce(event)
-        return event.data["mission_id"]
+        return event.mission_id
 
     async def placed(
         self, mission: Mapping[str, Any] | Mission, served_regions: tuple[str, ...] | None = None
-    ) -> Event:
+    ) -> MissionSubmitted:
         """The validated MissionSubmitted, with a region: the one it names, else one a live coordinator serves.
 
         The region is a stable hash of the mission id over the served regions; when none is served, over every
         region, where the mission waits for a coordinator.
         """
         event = self.validate(mission)
-        if event.data.get("region") is not None:
+        if event.region is not None:
             return event
         regions = await self.served_regions() if served_regions is None else served_regions
-        region = owner(event.data["mission_id"], regions or self._settings.region_names)
-        return Event(event.name, event.data | {"region": region})
+        return msgspec.structs.replace(event, region=owner(event.mission_id, regions or self._settings.region_names))
 
-    async def produce(self, event: Event) -> None:
+    async def produce(self, event: MissionSubmitted) -> None:
         """Write a MissionSubmitted to swarm.missions and wait until the broker has it."""
         async with EventProducer(self._settings, client_id="swarmlog-client") as producer:
-            await producer.send(MISSIONS, event, key=event.data["mission_id"])
+            await producer.send(MISSIONS, event, key=event.mission_id)
 
     async def locate(self, mission_id: str) -> str:
         """The region whose journal holds the mission; else the region its MissionSubmitted names (it waits for a
         coordinator there); else its placement over every region."""
-        journals = [TopicPartition(JOURNAL, index) for index in range(len(self._settings.region_names))]
         missions = [TopicPartition(MISSIONS, index) for index in range(spec_for(self._settings, MISSIONS).partitions)]
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
         await consumer.start()
         try:
-            for tp in journals:
-                if await self._find(consumer, tp, mission_id) is not None:
-                    return self._settings.region_names[tp.partition]
+            for index, region in enumerate(self._settings.region_names):
+                if await self._find(consumer, TopicPartition(JOURNAL, index), mission_id) is not None:
+                    return region
             for tp in missions:
                 submitted = await self._find(consumer, tp, mission_id)
-                if submitted is not None:
-                    return self.region_of(mission_id, submitted.data.get("region"))
+                if isinstance(submitted, MissionSubmitted):
+                    return self.region_of(mission_id, submitted.region)
         finally:
             await consumer.stop()
         return self.region_of(mission_id)
@@ -356,7 +375,7 @@ class MissionClient:
         async for record in records_to_end(consumer, tp):
             if mission_id.encode() in (record.value or b""):  # cheap pre-check before decoding
                 event = self._decoded(record)
-                if event is not None and event.data.get("mission_id") == mission_id:
+                if event is not None and of_mission(event, mission_id):
                     return event
         return None
 
@@ -373,9 +392,9 @@ class MissionClient:
             while True:
                 for record in (await consumer.getmany(tp, timeout_ms=200)).get(tp, []):
                     event = self._decoded(record)
-                    if event is not None and event.data.get("mission_id") == mission_id:
+                    if event is not None and of_mission(event, mission_id):
                         yield event
-                        if event.name in TERMINAL:
+                        if isinstance(event, Terminal):
                             return
         finally:
             await consumer.stop()
@@ -395,12 +414,12 @@ class MissionClient:
                 )
             return None
 
-    async def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:
+    async def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Terminal:
         """The mission's terminal event, or MissionTimeout after `timeout_s`."""
         try:
             async with asyncio.timeout(timeout_s):
                 async for event in self.follow(mission_id, region):
-                    if event.name in TERMINAL:
+                    if isinstance(event, Terminal):
                         return event
         except TimeoutError:
             pass
@@ -417,7 +436,7 @@ class SyncMissionClient:
         """Produce the mission and return its id."""
         return asyncio.run(self._client.submit(mission))
 
-    def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Event:
+    def wait(self, mission_id: str, region: str | None = None, timeout_s: float = 300.0) -> Terminal:
         """The mission's terminal event, or MissionTimeout."""
         return asyncio.run(self._client.wait(mission_id, region, timeout_s))
 
@@ -433,9 +452,33 @@ class SyncMissionClient:
 
         return asyncio.run(collect())
 
-    def run(self, mission: Mapping[str, Any] | Mission, timeout_s: float = 300.0) -> Event:
+    def run(self, mission: Mapping[str, Any] | Mission, timeout_s: float = 300.0) -> Terminal:
         """Submit and wait: the terminal event."""
         return self.wait(self.submit(mission), timeout_s=timeout_s)
+
+
+def outcome(result: Terminal) -> dict[str, Any]:
+    """A mission's end: its success or reason, then (unless it was rejected) its counts, time, tokens and outputs."""
+    if isinstance(result, MissionRejected):
+        return {"reason": result.reason}
+    said: dict[str, Any] = (
+        {"success": result.success} if isinstance(result, MissionCompleted) else {"reason": result.reason}
+    )
+    return said | {
+        "latency_ms": result.latency_ms,
+        "agent_count": result.agent_count,
+        "tasks_completed": result.tasks_completed,
+        "tasks_failed": result.tasks_failed,
+        "malformed_count": result.malformed_count,
+        "consensus_ms": result.consensus_ms,
+        "tokens_used": result.tokens_used,
+        "outputs": result.outputs,
+    }
+
+
+def of_mission(event: Event, mission_id: str) -> bool:
+    """Whether the event is one of the mission's: its mission_id field (where its record has one) names it."""
+    return getattr(event, "mission_id", None) == mission_id
 
 
 def progress_of(mission_id: str, events: Iterable[Event]) -> MissionProgress:

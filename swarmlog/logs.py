@@ -41,7 +41,7 @@ class Repeats(logging.Filter):
             self._seen[kind] = (passed_at, held + 1)
             return False
         self._seen[kind] = (now, 0)
-        if held:
+        if held and passed_at is not None:
             record.msg = f"{record.msg} ({held} more like this in the last {now - passed_at:.0f} s)"
         return True
 

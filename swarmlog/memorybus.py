@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import TypeAlias, cast
 
 import redis.asyncio as aioredis
 
@@ -20,6 +21,8 @@ FEED = "experience-feed"
 KEY_PATTERN = "experience:*"
 FEED_RETENTION_MS = 3_600_000
 CHUNK = 1000
+FeedEntry: TypeAlias = tuple[bytes | str, dict[bytes | str, bytes | str]]
+"""A feed entry as our clients' replies hold it (RESP2, whose types redis-py unions with RESP3's): id and fields."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,13 +59,13 @@ async def write(client: aioredis.Redis, writes: Sequence[MemoryWrite], now_ms: i
 
 async def feed_end(client: aioredis.Redis) -> str:
     """The id of the feed's last entry ("0-0" while it is empty); following from it sees only later writes."""
-    last = await client.xrevrange(FEED, count=1)
+    last = cast(list[FeedEntry], await client.xrevrange(FEED, count=1))
     return _text(last[0][0]) if last else "0-0"
 
 
 async def follow(client: aioredis.Redis, after: str, block_ms: int) -> tuple[str, list[Fed]]:
     """The keys announced after feed entry `after` (waiting up to block_ms for one) and the new position."""
-    reply = await client.xread({FEED: after}, count=CHUNK, block=block_ms)
+    reply = cast(list[tuple[bytes, list[FeedEntry]]], await client.xread({FEED: after}, count=CHUNK, block=block_ms))
     entries = [entry for _, stream_entries in reply for entry in stream_entries]
     if not entries:
         return after, []
@@ -82,9 +85,9 @@ async def read(client: aioredis.Redis, fed: Sequence[Fed]) -> list[Stored]:
 
 async def scan(client: aioredis.Redis) -> AsyncIterator[list[Stored]]:
     """Every experience on the bus, in chunks of one pipeline each (keys expiring meanwhile are left out)."""
-    keys: list[bytes] = []
+    keys: list[str] = []
     async for key in client.scan_iter(match=KEY_PATTERN, count=CHUNK):
-        keys.append(key)
+        keys.append(_text(key))
         if len(keys) == CHUNK:
             yield await _fetch(client, keys)
             keys = []
@@ -92,7 +95,7 @@ async def scan(client: aioredis.Redis) -> AsyncIterator[list[Stored]]:
         yield await _fetch(client, keys)
 
 
-async def _fetch(client: aioredis.Redis, keys: list[bytes]) -> list[Stored]:
+async def _fetch(client: aioredis.Redis, keys: list[str]) -> list[Stored]:
     """The values and expiries of keys, in one pipeline."""
     async with client.pipeline(transaction=False) as pipe:
         for key in keys:
@@ -100,13 +103,13 @@ async def _fetch(client: aioredis.Redis, keys: list[bytes]) -> list[Stored]:
             pipe.pexpiretime(key)
         replies = await pipe.execute()
     return [
-        _stored(_text(key), value, expire_at)
+        _stored(key, value, expire_at)
         for key, value, expire_at in zip(keys, replies[::2], replies[1::2], strict=True)
         if value is not None and expire_at > 0
     ]
 
 
-def _stored(key: str, value: bytes, expire_at_ms: int) -> Stored:
+def _stored(key: str, value: bytes | str, expire_at_ms: int) -> Stored:
     """An experience from its JSON value."""
     record = json.loads(value)
     return Stored(key, record["content"], record["embedding"], expire_at_ms)

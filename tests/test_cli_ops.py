@@ -30,6 +30,7 @@ from swarmlog.client import (
 from swarmlog.commands.watch import render
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.schemas.codec import decode
+from swarmlog.schemas.records import TaskSpec
 from swarmlog.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -184,7 +185,7 @@ def test_an_unreachable_broker_exits_4(tmp_path: Path):
 @pytest.mark.parametrize("name", ["pipeline.yaml", "unit-tests.yaml"])
 def test_the_examples_are_valid_missions(name: str):
     event = validate_mission(load_mission(EXAMPLES / name))
-    assert event.data["tasks"] and event.data["final_action"]
+    assert event.tasks and event.final_action
 
 
 def test_the_builder_gives_what_submit_takes():
@@ -193,17 +194,12 @@ def test_the_builder_gives_what_submit_takes():
         .with_task(Task("a", "do a", ("coding",)))
         .with_task(Task("b", "do b", ("review",), depends_on=("a",), replicas=2))
     )
-    data = validate_mission(mission.to_dict()).data
-    assert data["tasks"][1] == {
-        "task_id": "b",
-        "prompt": "do b",
-        "required_capabilities": ["review"],
-        "depends_on": ["a"],
-        "replicas": 2,
-        "max_steps": 4,
-    }
-    assert (data["consensus"]["window_ms"], data["deadline_ms"], data["token_budget"]) == (5000, 60_000, 10)
-    assert data["final_action"]["required_capabilities"] == ["decision_making"]
+    event = validate_mission(mission.to_dict())
+    assert event.tasks[1] == TaskSpec(
+        task_id="b", prompt="do b", required_capabilities=["review"], depends_on=["a"], replicas=2, max_steps=4
+    )
+    assert (event.consensus.window_ms, event.deadline_ms, event.token_budget) == (5000, 60_000, 10)
+    assert event.final_action is not None and event.final_action.required_capabilities == ["decision_making"]
 
 
 def test_the_progress_view_renders_to_a_recorded_console():

@@ -22,23 +22,40 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TypeVar
 
 import pytest
 from aiokafka import TopicPartition
 from coordinator.harness import task
 from coordinator.live import attempts, eventually, journal, named, submit
 
+from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import reader
 from swarmlog.kafka.records import DEAD_LETTERED_BY, TOPIC_EVENTS, dead_letter
 from swarmlog.replay import history
 from swarmlog.schemas.codec import decode
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentEnlisted,
+    AgentHeartbeat,
+    AgentRegistered,
+    DeadLetterRecorded,
+    ExperienceRecorded,
+    GroundTruthUpdated,
+    MissionCompleted,
+    TaskCompleted,
+    TaskFailed,
+    TaskResultRecorded,
+    TaskStarted,
+    TokensUsed,
+)
 from swarmlog.settings import Settings
 
 sys.path[:0] = [str(Path(__file__).parent / "streams"), str(Path(__file__).parent / "actors")]
 from agent_harness import Log, start_agent, task_assigned
-from worker_harness import Client, Coordinates, Worker, garbage, large_records_taken, now_event, stop_swarm
+from worker_harness import Client, Coordinates, Worker, garbage, large_records_taken, stop_swarm
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.slow]
 JOURNAL, DEADLETTER, INBOX = "swarm.coordinator.journal", "swarm.deadletter", "swarm.agents.inbox"
@@ -49,6 +66,7 @@ AGENTS, TASKS, FIRST_SLOT = 3, 24, 50
 BRAIN = {"median_ms": 800}
 HISTORIES = Path(__file__).parent / "histories"
 ERRORS = ("DecodeError", "NotAnInput", "RejectedCommand", "InputRejected")
+E = TypeVar("E", bound=Event)
 CONSUMERS = {"coordinator": "swarmlog-coordinator-", "streams": "swarmlog-streams", "agent": "agent:"}
 
 
@@ -69,7 +87,7 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
     mission_id = f"m-{capability}"
     async with swarm(settings, tmp_path, capability, agent_ids) as (processes, worker, log):
         await submit(settings, mission_id, "region-0", [task(f"t{i}", capability) for i in range(TASKS)])
-        await log.wait_for(lambda: log.named("TaskStarted", mission_id=mission_id), timeout_s=60)
+        await log.wait_for(lambda: log.named(TaskStarted, mission_id=mission_id), timeout_s=60)
 
         # Garbage of every kind on every topic but the journal, next to a duplicate of a real event where there is one.
         real = await latest_records(settings, FUZZED, agent_ids)
@@ -80,7 +98,7 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
         processes[victim].send_signal(signal.SIGKILL)
         processes[victim].wait(10)
 
-        [death] = await _eventually_named(log, "AgentDeclaredDead", agent_id=victim)
+        [death] = await _eventually_named(log, AgentDeclaredDead, agent_id=victim)
         events = await eventually(lambda: _completed(settings, mission_id), timeout_s=90)
         owned = {at for at, (kind, owner) in garbage_at.items() if owner is not None}
         with contextlib.suppress(AssertionError):  # what is missing is asserted below, with the figures
@@ -91,18 +109,18 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
         coordinator_logs = "".join(path.read_text(errors="replace") for path in tmp_path.glob("region-*.log"))
 
     # The death: declared within the liveness timeout + 1 s of the agent's last heartbeat (the issue's requirement).
-    [last_beat] = log.named("AgentHeartbeat", agent_id=victim)[-1:]
-    declared_ms = death.occurred_at_ms - last_beat.occurred_at_ms
+    [last_beat] = log.named(AgentHeartbeat, agent_id=victim)[-1:]
+    declared_ms = death.occurred_at - last_beat.occurred_at
     # The mission: completed, each attempt's result journaled once.
-    [done] = named(events, "MissionCompleted")
-    recorded = attempts(events, "TaskResultRecorded")
+    [done] = named(events, MissionCompleted)
+    recorded = attempts(events, TaskResultRecorded)
     # The dead letters: one event per garbage record whose topic has an owner, none otherwise, none for duplicates.
     letters = _letters(log)
     counts = {at: len(letters.get(at, ())) for at in garbage_at}
     _report(garbage_at, counts, declared_ms, done, exited)
 
     assert 0 <= declared_ms - LIVENESS_TIMEOUT_MS <= 1000, f"declared {declared_ms} ms after the last heartbeat"
-    assert (done.data["success"], done.data["tasks_completed"]) == (True, TASKS), done.data
+    assert (done.success, done.tasks_completed) == (True, TASKS), done
     assert set(recorded.values()) == {1}, recorded
     assert sorted(t for _, t, _, _ in recorded) == sorted(f"t{i}" for i in range(TASKS))
     wrong = {at: (garbage_at[at][0], count) for at, count in counts.items() if count != (garbage_at[at][1] is not None)}
@@ -110,13 +128,13 @@ async def test_garbage_on_every_topic_and_a_kill_9_lose_double_and_restart_nothi
     assert not [at for at in duplicates_at if at in letters], "a duplicate of a real event was dead-lettered"
     for at, (kind, owner) in garbage_at.items():
         for letter in letters.get(at, {}).values():
-            assert letter.data["error_type"] in ERRORS, (at, kind, letter)
-            assert letter.data["consumer"].startswith(CONSUMERS[owner]), (at, letter.data["consumer"])
+            assert letter.error_type in ERRORS, (at, kind, letter)
+            assert letter.consumer.startswith(CONSUMERS[owner]), (at, letter.consumer)
             if owner == "coordinator":
                 assert f"{at[0]}[{at[1]}]@{at[2]}" in coordinator_logs, f"no WARNING line for {at}"
     assert {at[1] % REGIONS for at, (_, owner) in garbage_at.items() if owner == "coordinator"} == {0, 1}
     assert exited == {victim: -signal.SIGKILL} and worker_alive, f"processes that exited: {exited}"
-    assert [len({e.event_id for e in log.named("AgentRegistered", agent_id=agent)}) for agent in agent_ids] == [
+    assert [len({e.event_id for e in log.named(AgentRegistered, agent_id=agent)}) for agent in agent_ids] == [
         1
     ] * AGENTS
 
@@ -146,9 +164,9 @@ async def swarm(
         JOURNAL,
         DEADLETTER,
         keep=lambda e: (
-            e.name == "DeadLetterRecorded"
-            or e.data.get("agent_id") in mine
-            or capability in (e.data.get("mission_id") or "")
+            isinstance(e, DeadLetterRecorded)
+            or getattr(e, "agent_id", None) in mine
+            or capability in (getattr(e, "mission_id", None) or "")
         ),
     ) as log:
         try:
@@ -186,7 +204,7 @@ async def swarm(
                     str(brain),
                 )
             await asyncio.to_thread(worker.start)
-            await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
+            await log.wait_for(lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=90)
             yield processes, worker, log
         finally:
             stop_swarm(processes.values(), worker)
@@ -227,9 +245,9 @@ def _real(record, agent_ids: list[str]) -> bool:
         event = decode(record.value or b"")
     except Exception:
         return False
-    if event.name not in TOPIC_EVENTS[record.topic] or event.name == "DeadLetterRecorded":
+    if event.name not in TOPIC_EVENTS[record.topic] or isinstance(event, DeadLetterRecorded):
         return False
-    return record.topic != INBOX or event.data.get("agent_id") in agent_ids[:1]
+    return record.topic != INBOX or getattr(event, "agent_id", None) in agent_ids[:1]
 
 
 async def fuzz(
@@ -257,7 +275,7 @@ async def fuzz(
             else index % 2
         )  # the survivor's slot
         wrong = (
-            samples["swarm.usage"] if "TokensUsed" not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
+            samples["swarm.usage"] if TokensUsed.name not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
         )
         kinds = garbage(sample, wrong, seed=19)
         at = await client.send_records_async(topic, key, list(kinds.values()), partition)
@@ -276,8 +294,9 @@ def _samples() -> dict[str, Event]:
         for record in history.load(path).records:
             samples.setdefault(record.topic, decode(record.value))
     made = {
-        "swarm.agents.heartbeats": now_event(
-            "AgentHeartbeat",
+        "swarm.agents.heartbeats": stamp(
+            AgentHeartbeat,
+            producer="test",
             agent_id="fuzz",
             registration_id="r",
             sequence=0,
@@ -286,8 +305,10 @@ def _samples() -> dict[str, Event]:
             region="region-0",
             slot=0,
         ),
-        "swarm.memory.experiences": now_event(
-            "ExperienceRecorded",
+        "swarm.memory.experiences": ExperienceRecorded(
+            event_id=uuid.uuid4().hex,
+            occurred_at=now_ms(),
+            producer="test",
             experience_id="fuzz",
             agent_id="fuzz",
             node="n",
@@ -295,9 +316,8 @@ def _samples() -> dict[str, Event]:
             content="x",
             embedding=[0.5],
             ttl_s=60,
-            mission_id=None,
         ),
-        "swarm.groundtruth": now_event("GroundTruthUpdated", document_id="fuzz", version=1, content="x"),
+        "swarm.groundtruth": stamp(GroundTruthUpdated, producer="test", document_id="fuzz", version=1, content="x"),
         "swarm.agents.inbox": task_assigned("fuzz", FIRST_SLOT, "x"),
     }
     for topic, event in made.items():
@@ -315,30 +335,29 @@ async def _in_flight(log: Log, agent_id: str, mission_id: str, timeout_s: float 
     """Return once the agent has started a task of the mission it has not finished (or after `timeout_s`)."""
 
     def working() -> bool:
-        started = {e.data["task_id"] for e in log.named("TaskStarted", agent_id=agent_id, mission_id=mission_id)}
-        ended = {e.data["task_id"] for e in log.named("TaskCompleted", "TaskFailed", agent_id=agent_id)}
+        started = {e.task_id for e in log.named(TaskStarted, agent_id=agent_id, mission_id=mission_id)}
+        ended = {e.task_id for e in log.named(TaskCompleted, TaskFailed, agent_id=agent_id)}
         return bool(started - ended)
 
     with contextlib.suppress(AssertionError):  # Log.wait_for's timeout
         await log.wait_for(working, timeout_s=timeout_s)
 
 
-async def _eventually_named(log: Log, name: str, **fields: object) -> list[Event]:
-    await log.wait_for(lambda: log.named(name, **fields), timeout_s=30)
-    return log.named(name, **fields)
+async def _eventually_named(log: Log, kind: type[E], **fields: object) -> list[E]:
+    await log.wait_for(lambda: log.named(kind, **fields), timeout_s=30)
+    return log.named(kind, **fields)
 
 
 async def _completed(settings: Settings, mission_id: str) -> list[Event] | None:
     events = await journal(settings, "region-0", mission_id)
-    return events if named(events, "MissionCompleted") else None
+    return events if named(events, MissionCompleted) else None
 
 
-def _letters(log: Log) -> dict[Coordinates, dict[str, Event]]:
+def _letters(log: Log) -> dict[Coordinates, dict[str, DeadLetterRecorded]]:
     """The dead letters by the coordinates of the record they are about, each once by event id."""
-    found: dict[Coordinates, dict[str, Event]] = collections.defaultdict(dict)
-    for letter in log.named("DeadLetterRecorded"):
-        data = letter.data
-        found[(data["origin_topic"], data["origin_partition"], data["origin_offset"])][letter.event_id] = letter
+    found: dict[Coordinates, dict[str, DeadLetterRecorded]] = collections.defaultdict(dict)
+    for letter in log.named(DeadLetterRecorded):
+        found[(letter.origin_topic, letter.origin_partition, letter.origin_offset)][letter.event_id] = letter
     return found
 
 
@@ -346,7 +365,7 @@ def _report(
     garbage_at: dict[Coordinates, tuple[str, str | None]],
     counts: dict[Coordinates, int],
     declared_ms: int,
-    done: Event,
+    done: MissionCompleted,
     exited: dict[str, int],
 ) -> None:
     """The test's figures, printed (pytest -s shows them)."""
@@ -359,5 +378,5 @@ def _report(
         print(f"{topic}: {dict(figures)}")
     print(
         f"death declared {declared_ms} ms after the last heartbeat (timeout {LIVENESS_TIMEOUT_MS} ms); "
-        f"mission {done.name} success={done.data['success']} tasks={done.data['tasks_completed']}; exited {exited}"
+        f"mission {done.name} success={done.success} tasks={done.tasks_completed}; exited {exited}"
     )

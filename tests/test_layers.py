@@ -1,8 +1,25 @@
-"""Imports point inward: the pure core (folds and decisions) touches no I/O, no clock, no randomness."""
+"""The layer contract, checked statically over every module of every package, relative imports included.
+
+Layers, outermost first; a module imports only from its own layer or the layers below it:
+
+| layer    | modules                                                                                         |
+|----------|-------------------------------------------------------------------------------------------------|
+| entry    | swarmlog.launch, swarmlog.cli, swarmlog.__main__, swarmlog.commands                             |
+| tools    | swarmlog.replay, swarmlog.client, swarmlog.services                                             |
+| shells   | every subpackage of a component (coordinator.shell, streams.app, actors.shell, brains, memory)  |
+| adapters | every other module of the swarmlog package itself (kafka, settings, metrics, logs, ...)         |
+| cores    | the modules directly in a component package (coordinator, streams, actors): folds and decisions |
+| schemas  | swarmlog.schemas                                                                                |
+| base     | swarmlog (the package's __init__), swarmlog.errors                                              |
+
+A core module is also pure: it imports only the standard library's pure modules, msgspec, other cores, the
+schemas' event classes, invariants and projection descriptor; and it reads no clock and draws no random number.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,31 +27,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {
+    "swarmlog": "swarmlog",
     "schemas": "swarmlog.schemas",
     "coordinator": "swarmlog.coordinator",
     "streams": "swarmlog.streams",
     "actors": "swarmlog.actors",
+    "replay": "swarmlog.replay",
 }
-PURE_FILES = [
-    "schemas/events.py",
-    "schemas/invariants.py",
-    *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "coordinator").glob("*.py")),
-    *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "streams").glob("*.py")),
-    "actors/actions.py",
-    "actors/domain.py",
-    "actors/groundtruth.py",
-    "actors/peers.py",
-    "actors/prompts.py",
-    "actors/steps.py",
-]
-STDLIB_ALLOWED = {
+COMPONENTS = ("swarmlog.coordinator", "swarmlog.streams", "swarmlog.actors")
+LAYERS = ("entry", "tools", "shells", "adapters", "cores", "schemas", "base")
+ENTRY = ("swarmlog.launch", "swarmlog.cli", "swarmlog.__main__", "swarmlog.commands")
+TOOLS = ("swarmlog.replay", "swarmlog.client", "swarmlog.services")
+BASE = ("swarmlog", "swarmlog.errors")
+PURE_STDLIB = {
     "__future__",
     "abc",
     "bisect",
     "collections",
     "copy",
     "dataclasses",
-    "datetime",
     "enum",
     "functools",
     "hashlib",
@@ -50,57 +61,150 @@ STDLIB_ALLOWED = {
     "typing",
     "zlib",
 }
+PURE_THIRD_PARTY = {"msgspec"}
+PURE_SCHEMAS = {
+    "swarmlog.schemas.events",
+    "swarmlog.schemas.records",
+    "swarmlog.schemas.invariants",
+    "swarmlog.schemas.projection",
+}
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter", "time_ns", "random", "uuid4"}
 
 
-def _module_name(relative: str) -> str:
-    """The installed name of a file under the repository root."""
-    folder, _, rest = relative.partition("/")
-    return f"{PACKAGES[folder]}.{rest.removesuffix('.py').replace('/', '.')}".removesuffix(".__init__")
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
-PURE_MODULES = {_module_name(relative) for relative in PURE_FILES}
+def _module_files() -> dict[str, Path]:
+    """Every first-party module by its installed name."""
+    modules = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            modules[".".join((package, *parts)).removesuffix(".__init__")] = path
+    return modules
 
 
-def imported_names(tree: ast.AST) -> Iterator[str]:
-    """Every module an AST imports, naming `from pkg import module` imports by the module."""
-    for node in ast.walk(tree):
+MODULES = _module_files()
+
+
+def layer(module: str) -> str:
+    """The layer a first-party module belongs to."""
+    if module in BASE:
+        return "base"
+    if any(_within(module, entry) for entry in ENTRY):
+        return "entry"
+    if any(_within(module, tool) for tool in TOOLS):
+        return "tools"
+    if _within(module, "swarmlog.schemas"):
+        return "schemas"
+    for component in COMPONENTS:
+        if _within(module, component):
+            below = module.removeprefix(component).lstrip(".").split(".")[0]
+            return "shells" if below and f"{component}.{below}" in PACKAGE_NAMES else "cores"
+    return "adapters"
+
+
+PACKAGE_NAMES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+
+
+def imported_modules(module: str, source: str) -> Iterator[str]:
+    """Every module `source` (the module `module`) imports, relative imports resolved to absolute names and
+    `from package import module` named by the module."""
+    package = module if module in PACKAGE_NAMES else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
             for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                yield full if full in PURE_MODULES else node.module
+                full = f"{base}.{alias.name}"
+                yield full if full in MODULES else base
 
 
-def impure_imports(source: str) -> set[str]:
-    """The imports of `source` that the pure core may not have."""
+@functools.cache
+def imports_of(module: str) -> frozenset[str]:
+    """The modules a first-party module imports."""
+    return frozenset(imported_modules(module, MODULES[module].read_text(encoding="utf-8")))
+
+
+def outward_imports(module: str) -> set[str]:
+    """The first-party imports of `module` that reach a layer above its own."""
+    rank = LAYERS.index(layer(module))
     return {
         name
-        for name in imported_names(ast.parse(source))
-        if name.split(".")[0] not in STDLIB_ALLOWED and name not in PURE_MODULES
+        for name in imports_of(module)
+        if name.split(".")[0] == "swarmlog" and LAYERS.index(layer(_known(name))) < rank
     }
 
 
-def test_the_check_catches_io_and_the_shell() -> None:
-    assert impure_imports("import asyncio\nfrom swarmlog.coordinator.shell import service\nimport json") == {
-        "asyncio",
-        "swarmlog.coordinator.shell",
+def _known(name: str) -> str:
+    """The first-party module `name` is, or is in (an imported attribute's module)."""
+    while name not in MODULES and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def impure_imports(module: str) -> set[str]:
+    """The imports of a core module that the pure core may not have."""
+    return {
+        name
+        for name in imports_of(module)
+        if name.split(".")[0] not in PURE_STDLIB | PURE_THIRD_PARTY
+        and not (layer(_known(name)) == "cores" or _known(name) in PURE_SCHEMAS)
     }
 
 
-@pytest.mark.parametrize("relative", PURE_FILES)
-def test_a_pure_module_imports_only_the_pure_core_and_harmless_stdlib(relative: str) -> None:
-    bad = impure_imports((ROOT / relative).read_text())
-    assert not bad, f"{relative} imports {sorted(bad)}: the pure core must not reach the shell or I/O"
+CORES = sorted(module for module in MODULES if layer(module) == "cores")
 
 
-@pytest.mark.parametrize("relative", PURE_FILES)
-def test_a_pure_module_reads_no_clock_and_draws_no_random(relative: str) -> None:
-    tree = ast.parse((ROOT / relative).read_text())
+def test_every_layer_has_modules_and_every_module_a_layer() -> None:
+    layers = {layer(module) for module in MODULES}
+    assert layers == set(LAYERS)
+
+
+def test_relative_and_parent_imports_are_resolved() -> None:
+    source = "from . import evolve\nfrom ..schemas.events import Event\nfrom .shell import service\n"
+    names = set(imported_modules("swarmlog.coordinator.decide", source))
+    assert names == {"swarmlog.coordinator.evolve", "swarmlog.schemas.events", "swarmlog.coordinator.shell.service"}
+
+
+def test_the_contract_catches_an_outward_import() -> None:
+    imports_of.cache_clear()
+    original = MODULES["swarmlog.coordinator.evolve"]
+    try:
+        probe = ROOT / ".cache" / "layer_probe.py"
+        probe.parent.mkdir(exist_ok=True)
+        probe.write_text("from .shell import service\nimport asyncio\n")
+        MODULES["swarmlog.coordinator.evolve"] = probe
+        assert outward_imports("swarmlog.coordinator.evolve") == {"swarmlog.coordinator.shell.service"}
+        assert "asyncio" in impure_imports("swarmlog.coordinator.evolve")
+    finally:
+        MODULES["swarmlog.coordinator.evolve"] = original
+        imports_of.cache_clear()
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_only_its_own_layer_and_those_below(module: str) -> None:
+    bad = outward_imports(module)
+    assert not bad, f"{module} ({layer(module)}) imports {sorted(bad)} from layers above it"
+
+
+@pytest.mark.parametrize("module", CORES)
+def test_a_core_module_imports_only_the_pure_core_and_harmless_stdlib(module: str) -> None:
+    bad = impure_imports(module)
+    assert not bad, f"{module} imports {sorted(bad)}: the pure core must not reach the shell or I/O"
+
+
+@pytest.mark.parametrize("module", CORES)
+def test_a_core_module_reads_no_clock_and_draws_no_random(module: str) -> None:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     calls = {
         node.func.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLOCK_CALLS
     }
-    assert not calls, f"{relative} calls {sorted(calls)}: time and ids must come in the command"
+    assert not calls, f"{module} calls {sorted(calls)}: time and ids must come in the command"

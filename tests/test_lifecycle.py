@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.lifecycle import EXIT_STUCK
 from swarmlog.schemas.codec import decode
+from swarmlog.schemas.records import AgentRegistered
 from swarmlog.services.tansu import run_tansu
 from swarmlog.settings import Settings
 
@@ -29,7 +30,8 @@ async def _registered(settings: Settings, agent_id: str) -> None:
     )
     async with consumer, asyncio.timeout(60):
         async for record in consumer:
-            if decode(record.value).data["agent_id"] == agent_id:
+            event = decode(record.value)
+            if isinstance(event, AgentRegistered) and event.agent_id == agent_id:
                 return
 
 

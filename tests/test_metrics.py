@@ -21,12 +21,13 @@ import yaml
 from prometheus_client import generate_latest
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
-from swarmlog.actors.shell import Agent, AgentConfig
+from swarmlog.actors.shell.agent import Agent, AgentConfig
 from swarmlog.client import Mission, MissionClient, Task
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.errors import ConfigError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.metrics import METRICS, Metrics, Sensor, metric_names, sensor_for, serve
+from swarmlog.schemas.records import MissionCompleted
 from swarmlog.settings import Settings
 
 
@@ -123,7 +124,7 @@ async def test_a_live_coordinator_and_agent_move_their_series(settings: Settings
             mission = Mission("metrics", tasks=(Task("a", "do a", (capability,)),), region="region-0")
             client = MissionClient(settings, client_name="test")
             result = await client.wait(await client.submit(mission), "region-0", timeout_s=90)
-            assert result.name == "MissionCompleted", result.data
+            assert isinstance(result, MissionCompleted), result
             after, agent_text = scrape(coordinator_port), scrape(agent_port)
             agent.stop()
             await asyncio.wait_for(running, 30)
@@ -224,9 +225,8 @@ async def test_every_dashboard_query_returns_series_from_a_live_swarm(settings: 
                 "prom", tasks=(Task("a", "do a", (capability,)), Task("b", "do b", (capability,))), region="region-0"
             )
             await asyncio.sleep(3)  # a few scrapes before the work, so rates have a baseline
-            assert (
-                await client.wait(await client.submit(mission), "region-0", timeout_s=90)
-            ).name == "MissionCompleted"
+            result = await client.wait(await client.submit(mission), "region-0", timeout_s=90)
+            assert isinstance(result, MissionCompleted), result
             empty = await _eventually_every_query_has_series(ports["prometheus"], timeout_s=120)
             agent.stop()
             await asyncio.wait_for(running, 30)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
-from coordinator.live import crew, eventually, journal, named
+from coordinator.live import crew, eventually, journal
 
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.collecting import decoded
@@ -22,6 +22,7 @@ from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import DeadLetterRecorded, MissionAccepted, MissionCompleted
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
@@ -107,10 +108,10 @@ async def produce(producer: Producer, settings: Settings, *args: str) -> str:
 async def completed(settings: Settings, mission_id: str) -> list[Event] | None:
     """The mission's events in region-0's journal once it has completed."""
     events = await journal(settings, REGION, mission_id)
-    return events if named(events, "MissionCompleted") else None
+    return events if any(isinstance(event, MissionCompleted) for event in events) else None
 
 
-async def dead_letters(settings: Settings, mission_id: str) -> list[Event]:
+async def dead_letters(settings: Settings, mission_id: str) -> list[DeadLetterRecorded]:
     """The DeadLetterRecorded events of the mission's record on swarm.missions, one by event id (every coordinator
     writes the same one); garbage on the dead-letter topic itself (other tests write some) is passed over."""
     consumer = reader(settings, "test-deadletter", idempotence_supported(settings))
@@ -128,9 +129,7 @@ async def dead_letters(settings: Settings, mission_id: str) -> list[Event]:
     finally:
         await consumer.stop()
     mine = [
-        event
-        for event in events
-        if event.name == "DeadLetterRecorded" and event.data["origin_key"] == mission_id.encode()
+        event for event in events if isinstance(event, DeadLetterRecorded) and event.origin_key == mission_id.encode()
     ]
     return list({event.event_id: event for event in mine}.values())
 
@@ -169,13 +168,14 @@ async def test_a_mission_from_the_client_completes(producer: Producer, settings:
             capability,
         )
         events = await eventually(lambda: completed(settings, mission_id))
-    [accepted], [done] = named(events, "MissionAccepted"), named(events, "MissionCompleted")
-    assert accepted.data["title"] == f"from {producer.name}"
-    assert [(t["task_id"], t["prompt"], t["required_capabilities"]) for t in accepted.data["tasks"]] == [
+    [accepted] = [event for event in events if isinstance(event, MissionAccepted)]
+    [done] = [event for event in events if isinstance(event, MissionCompleted)]
+    assert accepted.title == f"from {producer.name}"
+    assert [(t.task_id, t.prompt, t.required_capabilities) for t in accepted.tasks] == [
         ("a", "say a", [capability]),
         ("b", "say b", [capability]),
     ]
-    assert (done.data["success"], done.data["tasks_completed"]) == (True, 2)
+    assert (done.success, done.tasks_completed) == (True, 2)
 
 
 async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(
@@ -188,8 +188,8 @@ async def test_a_mission_the_coordinator_cannot_read_is_dead_lettered(
             producer, settings, "--region", REGION, "--task", "a=say a", "--schemas", str(foreign)
         )
         [letter] = await eventually(lambda: dead_letters(settings, mission_id))
-    assert letter.data["origin_topic"] == "swarm.missions"
-    assert letter.data["error_type"] == "DecodeError"
-    assert "unknown schema fingerprint" in letter.data["reason"], letter.data["reason"]
-    assert letter.data["payload"][:2] == b"\xc3\x01"
+    assert letter.origin_topic == "swarm.missions"
+    assert letter.error_type == "DecodeError"
+    assert "unknown schema fingerprint" in letter.reason, letter.reason
+    assert letter.payload[:2] == b"\xc3\x01"
     assert not await journal(settings, REGION, mission_id)

@@ -19,15 +19,16 @@ from swarmlog.coordinator.shell.repair import RepairRefused, repair
 from swarmlog.envelope import stamp
 from swarmlog.errors import ConfigError
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.records import CoordinatorAnnounced, DrainRequested
 from swarmlog.services import Broker
 from swarmlog.settings import Settings
 
 REGIONS = ("region-0", "region-1", "region-2")
 
 
-def announced(region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000):
+def announced(region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000) -> CoordinatorAnnounced:
     return stamp(
-        "CoordinatorAnnounced",
+        CoordinatorAnnounced,
         producer=f"coordinator:{region}",
         occurred_at_ms=at_ms,
         region=region,
@@ -56,7 +57,7 @@ def test_a_clean_stop_unserves_the_region_at_once_and_an_older_announcement_chan
 
 
 def test_other_events_are_no_announcements() -> None:
-    other = stamp("DrainRequested", producer="operator", target="*", reason="x")
+    other = stamp(DrainRequested, producer="operator", target="*", reason="x")
     assert evolve({}, other) == {}
 
 
@@ -64,11 +65,10 @@ def test_placement_uses_the_served_regions_only() -> None:
     client = MissionClient(dataclasses.replace(Settings(), regions=3))
     mission = {"title": "t", "tasks": [{"task_id": "a", "prompt": "p"}]}
     placed = {
-        asyncio.run(client.placed(mission | {"mission_id": f"m{index}"}, ("region-2",))).data["region"]
-        for index in range(20)
+        asyncio.run(client.placed(mission | {"mission_id": f"m{index}"}, ("region-2",))).region for index in range(20)
     }
     assert placed == {"region-2"}
-    assert asyncio.run(client.placed(mission | {"region": "region-0"}, ("region-2",))).data["region"] == "region-0"
+    assert asyncio.run(client.placed(mission | {"region": "region-0"}, ("region-2",))).region == "region-0"
 
 
 def test_announcement_expiry_is_three_intervals() -> None:
@@ -121,7 +121,7 @@ async def test_a_mission_without_a_region_goes_to_the_served_one(settings: Setti
                 await client.placed(
                     {"title": "t", "mission_id": uuid.uuid4().hex, "tasks": [{"task_id": "a", "prompt": "p"}]}
                 )
-            ).data["region"]
+            ).region
             for _ in range(8)
         }
     assert placed == {"region-1"}

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from swarmlog.errors import DecodeError
 from swarmlog.schemas.catalog import AVRO_DIR, SchemaCatalog, default_catalog
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.compat import LOCK_NAME, check_schemas
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.typed import classes_of
 
 NAME = "TaskStarted"
 
@@ -143,27 +143,28 @@ def test_the_module_cli_exits_non_zero_on_problems(published: Path) -> None:
 
 ENVELOPE = {
     "event_id": "e-1",
-    "occurred_at": datetime(2024, 5, 1, tzinfo=UTC),
+    "occurred_at": 1_714_521_600_000,
     "correlation_id": "m-1",
     "causation_id": None,
     "producer": "agent:a-1",
 }
 
 
-def started() -> Event:
-    """A TaskStarted as v1 knows it."""
-    fields = {"mission_id": "m-1", "task_id": "t-1", "replica": 0, "attempt": 1, "agent_id": "a-1"}
-    return Event(NAME, ENVELOPE | fields | {"ground_truth_version": None})
+STARTED = ENVELOPE | {"mission_id": "m-1", "task_id": "t-1", "replica": 0, "attempt": 1, "agent_id": "a-1"}
+"""A TaskStarted as v1 knows it."""
 
 
 def test_an_event_written_with_v1_reads_into_v2_with_the_default(published: Path) -> None:
-    old = Codec(SchemaCatalog.from_directory(published / "avro"))
+    v1_catalog = SchemaCatalog.from_directory(published / "avro")
+    old = Codec(v1_catalog)
     write_version(published, with_field({"name": "gpu_model", "type": "string", "default": "unknown"}), 2)
     catalog = SchemaCatalog.from_directory(published / "avro")
     new = Codec(catalog)
-    event = started()
-    assert new.decode(old.encode(event)) == Event(NAME, {**event.data, "gpu_model": "unknown"})
-    written = new.encode(Event(NAME, {**event.data, "gpu_model": "H200"}))
+    v2_class = classes_of(catalog).CLASSES[NAME]
+    assert new.decode(old.encode(classes_of(v1_catalog).CLASSES[NAME](**STARTED))) == v2_class(
+        **STARTED, gpu_model="unknown"
+    )
+    written = new.encode(v2_class(**STARTED, gpu_model="H200"))
     assert written[2:10] == catalog.latest(NAME).fingerprint
     with pytest.raises(DecodeError, match=r"unknown schema fingerprint .*upgrade swarmlog"):
         old.decode(written)
@@ -172,12 +173,15 @@ def test_an_event_written_with_v1_reads_into_v2_with_the_default(published: Path
 def test_a_new_field_in_a_nested_record_reads_with_its_default(tmp_path: Path) -> None:
     schema = json.loads((AVRO_DIR / "MissionSubmitted" / "v1.avsc").read_text())
     write_version(tmp_path, schema, 1, "MissionSubmitted")
-    old = Codec(SchemaCatalog.from_directory(tmp_path / "avro"))
+    old_catalog = SchemaCatalog.from_directory(tmp_path / "avro")
+    old = Codec(old_catalog)
     task_spec = next(field for field in schema["fields"] if field["name"] == "tasks")["type"]["items"]
     task_spec["fields"].append({"name": "timeout_ms", "type": "long", "default": 60000})
     write_version(tmp_path, schema, 2, "MissionSubmitted")
     assert check_schemas(tmp_path, update_lock=True) == []
     task = {"task_id": "a", "prompt": "p", "required_capabilities": [], "depends_on": [], "replicas": 1, "max_steps": 4}
-    mission = Event("MissionSubmitted", ENVELOPE | {"mission_id": "m-1", "title": "t", "tasks": [task]})
+    mission = classes_of(old_catalog).from_fields(
+        "MissionSubmitted", ENVELOPE | {"mission_id": "m-1", "title": "t", "tasks": [task]}
+    )
     decoded = Codec(SchemaCatalog.from_directory(tmp_path / "avro")).decode(old.encode(mission))
-    assert decoded.data["tasks"] == [task | {"timeout_ms": 60000}]
+    assert [msgspec.structs.asdict(spec) for spec in decoded.tasks] == [task | {"timeout_ms": 60000}]

@@ -38,4 +38,5 @@ def open_brain(kind: str, model: str | None = None, gpu: int | None = None, seed
     if kind not in BRAINS:
         raise ConfigError(f"unknown brain {kind!r}; use one of {', '.join(BRAINS)}")
     module = importlib.import_module(f"swarmlog.actors.brains.{kind}")
-    return module.open(model, gpu, seed)
+    brain: Brain = module.open(model, gpu, seed)
+    return brain

@@ -60,6 +60,7 @@ class LlamaCppBrain:
                 temperature=0.2,
                 seed=self._seed,
             )
+        assert isinstance(reply, dict), "a completion without stream=True is one response"
         usage = reply["usage"]
         return Generation(
             reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"], usage["completion_tokens"]

@@ -59,7 +59,8 @@ class OpenAIBrain:
         request = urllib.request.Request(self._url, json.dumps(body).encode(), self._headers)
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                return json.load(response)
+                reply: dict[str, Any] = json.load(response)
+                return reply
         except urllib.error.HTTPError:
             raise
         except (urllib.error.URLError, TimeoutError) as exc:

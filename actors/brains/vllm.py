@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from swarmlog.actors.brains import Generation
@@ -21,7 +21,7 @@ class VllmBrain:
         except ImportError as exc:
             raise ConfigError(f"the vllm brain needs vLLM: pip install 'swarmlog[vllm]' ({exc})") from exc
         self.model = model
-        self._params = lambda schema, max_tokens: SamplingParams(
+        self._params: Callable[[dict[str, Any], int], Any] = lambda schema, max_tokens: SamplingParams(
             max_tokens=max_tokens,
             temperature=0.2,
             seed=seed,

@@ -54,7 +54,7 @@ class MiniLM:
         self._heads: int = config["num_attention_heads"]
         self._layers: int = config["num_hidden_layers"]
         self._eps: float = config["layer_norm_eps"]
-        self._weights = load_file(str(model_dir / "model.safetensors"))
+        self._weights: dict[str, np.ndarray] = load_file(str(model_dir / "model.safetensors"))
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=config["pad_token_id"], pad_token="[PAD]")
@@ -75,7 +75,8 @@ class MiniLM:
         mask = np.array([e.attention_mask for e in encodings], np.float32)
         hidden = self._encode(ids, types, mask)
         pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        normalised: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return normalised.astype(np.float32)
 
     def _encode(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The last hidden states, shape (batch, tokens, hidden)."""
@@ -114,15 +115,16 @@ class MiniLM:
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
         """A linear layer (PyTorch layout: weight is out × in)."""
-        return x @ self._weights[f"{name}.weight"].T + self._weights[f"{name}.bias"]
+        dense: np.ndarray = x @ self._weights[f"{name}.weight"].T + self._weights[f"{name}.bias"]
+        return dense
 
     def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
         """LayerNorm over the hidden dimension."""
         mean = x.mean(axis=-1, keepdims=True)
         variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-        return (x - mean) / np.sqrt(variance + self._eps) * self._weights[f"{name}.weight"] + self._weights[
-            f"{name}.bias"
-        ]
+        weight, bias = self._weights[f"{name}.weight"], self._weights[f"{name}.bias"]
+        normed: np.ndarray = (x - mean) / np.sqrt(variance + self._eps) * weight + bias
+        return normed
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -135,4 +137,5 @@ def _erf(x: np.ndarray) -> np.ndarray:
     sign, a = np.sign(x), np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return (sign * (1.0 - poly * np.exp(-a * a))).astype(x.dtype)
+    erf: np.ndarray = sign * (1.0 - poly * np.exp(-a * a))
+    return erf.astype(x.dtype)

@@ -20,7 +20,7 @@ from swarmlog.actors.memory.embeddings import MiniLM, shared_model
 from swarmlog.actors.memory.index import Hit, VectorIndex
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ServiceError
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import ExperienceRecorded
 from swarmlog.streams.memory import DEFAULT_FLUSH_INTERVAL_MS, MemoryWrite, plan_write
 
 DIMENSION = 384
@@ -93,21 +93,23 @@ class SemanticMemory:
 
     async def embed(self, text: str) -> list[float]:
         """The embedding of `text`, computed off the event loop."""
-        return (await asyncio.to_thread(self._embedded, text)).tolist()
+        embedding: list[float] = (await asyncio.to_thread(self._embedded, text)).tolist()
+        return embedding
 
     def _embedded(self, text: str) -> np.ndarray:
         """The embedding of `text`, loading the model on first use (an agent that never remembers never loads it)."""
         if self._model is None:
             self._model = shared_model()
-        return self._model.embed([text])[0]
+        embedding: np.ndarray = self._model.embed([text])[0]
+        return embedding
 
-    def remember(self, experience: Event) -> None:
+    def remember(self, experience: ExperienceRecorded) -> None:
         """Index an ExperienceRecorded now and queue its write to the bus for the next flush."""
         write = plan_write(experience, now_ms())
         if write is None:
             return
-        data = experience.data
-        self._index.add(write.key, np.asarray(data["embedding"], np.float32), data["content"], write.expire_at_ms)
+        embedding = np.asarray(experience.embedding, np.float32)
+        self._index.add(write.key, embedding, experience.content, write.expire_at_ms)
         if self._client is not None:
             self._pending.append(write)
 

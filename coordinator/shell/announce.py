@@ -13,18 +13,18 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from swarmlog.coordinator.announcements import Announcement, fold
+from swarmlog.coordinator.announcements import Announcement, Figures, fold
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.records import CoordinatorAnnounced
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
@@ -37,9 +37,7 @@ log = logging.getLogger("swarmlog.coordinator")
 class Announcer:
     """Announces one region's coordinator on start, every ANNOUNCE_MS, and as stopped on a clean stop."""
 
-    def __init__(
-        self, settings: Settings, region: str, figures: Callable[[], Mapping[str, Any]], wait: BrokerWait
-    ) -> None:
+    def __init__(self, settings: Settings, region: str, figures: Callable[[], Figures], wait: BrokerWait) -> None:
         self._settings, self._region, self._figures, self._wait = settings, region, figures, wait
         self._id = f"{socket.gethostname()}:{os.getpid()}"
         self._producer = EventProducer(settings, client_id=f"swarmlog-coordinator-{region}-announcer")
@@ -70,7 +68,7 @@ class Announcer:
         """Write one announcement, telling `wait` how the broker answered; a failure is logged, never fatal (clients
         then see the region as unserved)."""
         event = stamp(
-            "CoordinatorAnnounced",
+            CoordinatorAnnounced,
             producer=f"coordinator:{self._region}",
             region=self._region,
             coordinator_id=self._id,

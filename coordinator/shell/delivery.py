@@ -51,11 +51,12 @@ class Delivery:
         for event in events:
             if batch.append(key=self._key, value=self._producer.encode_for(JOURNAL, event), timestamp=None) is None:
                 raise EncodeError(
-                    f"decision {event.data['causation_id']} ({len(events)} events) does not fit one "
+                    f"decision {event.causation_id} ({len(events)} events) does not fit one "
                     "record batch; raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
                 )
         sent = await self._producer.raw.send_batch(batch, JOURNAL, partition=self._partition)
-        return (await sent).offset
+        first: int = (await sent).offset
+        return first
 
     async def inbox(self, messages: Sequence[Message]) -> None:
         """Send each message to its recipient's inbox partition, in order."""

@@ -7,10 +7,13 @@ import hashlib
 import pickle
 from pathlib import Path
 
+from msgspec import Struct
+from msgspec.structs import fields
 from rocksdict import Rdict
 
 from swarmlog.coordinator import state
 from swarmlog.coordinator.journal import Folded, Origin, Skip, Unreadable
+from swarmlog.schemas import records
 
 __all__ = ["Folded", "Origin", "load", "save"]
 
@@ -33,7 +36,9 @@ def _layout() -> str:
         state.ConsensusSpec,
     )
     shapes = [(cls.__name__, [field.name for field in dataclasses.fields(cls)]) for cls in classes]
-    return hashlib.sha256(repr(shapes).encode()).hexdigest()[:16]
+    records_ = [value for value in vars(records).values() if isinstance(value, type) and issubclass(value, Struct)]
+    events = [(cls.__name__, [(f.name, repr(f.type)) for f in fields(cls)]) for cls in records_]  # Folded.last
+    return hashlib.sha256(repr([*shapes, *events]).encode()).hexdigest()[:16]
 
 
 SNAPSHOT_KEY = f"journal:{_layout()}".encode()

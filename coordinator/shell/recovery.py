@@ -78,7 +78,7 @@ async def recover(
             origin = await _origin(consumer, tp)
             folded = None
             if snapshot is not None and snapshot.tip is not None:
-                doubt = await _doubt(consumer, codec, tp, snapshot, empty, origin)
+                doubt = await _doubt(consumer, codec, tp, snapshot, snapshot.tip, empty, origin)
                 if doubt is None:
                     state = dataclasses.replace(snapshot.state, config=empty.config)  # today's timeouts
                     folded = await _fold_to_end(
@@ -113,10 +113,16 @@ async def _origin(consumer: AIOKafkaConsumer, tp: TopicPartition) -> Origin:
 
 
 async def _doubt(
-    consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, snapshot: Folded, empty: State, origin: Origin
+    consumer: AIOKafkaConsumer,
+    codec: Codec,
+    tp: TopicPartition,
+    snapshot: Folded,
+    tip: tuple[int, str],
+    empty: State,
+    origin: Origin,
 ) -> str | None:
-    """Why the snapshot is not a prefix of this journal partition, or None when it is (the consumer is then at the
-    first offset after it)."""
+    """Why the snapshot (whose last event is `tip`) is not a prefix of this journal partition, or None when it is (the
+    consumer is then at the first offset after it)."""
     then = snapshot.origin
     if then is None:
         return "it does not record where it was read"
@@ -134,7 +140,7 @@ async def _doubt(
             f"the partition's log now starts at offset {origin.log_start}, and started at {then.log_start} when "
             "the snapshot was taken (the topic was recreated or records were deleted)"
         )
-    at, event_id = snapshot.tip
+    at, event_id = tip
     consumer.seek(tp, at)
     record = await anext(aiter(records_to_end(consumer, tp)), None)
     end = _end(consumer, tp)
@@ -161,8 +167,9 @@ async def _doubt(
 def _end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
     """The partition's end as the last fetch saw it: the last stable offset where reading committed, else the high
     watermark (Tansu's LATEST offsets are wrong when a batch holds several records; a fetch's watermark is right)."""
-    stable = consumer.last_stable_offset(tp)
-    return stable if stable is not None and stable >= 0 else consumer.highwater(tp)
+    stable: int | None = consumer.last_stable_offset(tp)
+    highwater: int | None = consumer.highwater(tp)
+    return stable if stable is not None and stable >= 0 else highwater
 
 
 async def _fold_to_end(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, folded: Folded) -> Folded:

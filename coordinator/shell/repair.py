@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from swarmlog.coordinator import Config, initial
 from swarmlog.coordinator.announcements import MISSED_INTERVALS
-from swarmlog.coordinator.journal import SKIPPED, Folded, Unreadable
+from swarmlog.coordinator.journal import Folded, Unreadable
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover, repair_command
 from swarmlog.envelope import now_ms, stamp
@@ -28,6 +28,7 @@ from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import Codec, codec_for
+from swarmlog.schemas.records import JournalRecordsSkipped
 from swarmlog.settings import Settings
 
 READ_TIMEOUT_S = 120.0
@@ -104,7 +105,7 @@ async def repair(
     if not skipped:
         return Repaired(region, partition, None, (), already, left)
     event = stamp(
-        SKIPPED,
+        JournalRecordsSkipped,
         producer=f"operator:{operator}",
         region=region,
         partition=partition,
@@ -128,13 +129,7 @@ async def repair(
     return Repaired(region, partition, written, skipped, already, left)
 
 
-async def _refusal(
-    consumer,
-    codec: Codec,
-    partition: int,
-    folded: Folded,  # type: ignore[no-untyped-def]
-    offset: int,
-) -> str | None:
+async def _refusal(consumer: AIOKafkaConsumer, codec: Codec, partition: int, folded: Folded, offset: int) -> str | None:
     """Why `offset` may not be skipped, or None when it holds a record that does not decode."""
     if any(record.offset == offset for record in folded.unreadable):
         return None

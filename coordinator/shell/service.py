@@ -23,6 +23,7 @@ import logging
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol, TypeVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -52,6 +53,7 @@ from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.records import TaskAssigned, TaskReassigned
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
@@ -69,6 +71,16 @@ INPUT_TOPICS = (
     "swarm.control",
     "swarm.alerts",
 )
+
+
+class Client(Protocol):
+    """An aiokafka client or EventProducer: started, then stopped."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+C = TypeVar("C", bound=Client)
 
 
 class InputRejected(SwarmlogError):
@@ -190,8 +202,9 @@ class CoordinatorService:
                     snapshots.save(self._snapshot_dir, self._folded)
         finally:
             await self._stack.aclose()
-        if self._task is not None and self._task.exception() is not None:
-            raise self._task.exception()  # a loop that died must not look like a clean stop
+        failure = self._task.exception() if self._task is not None else None
+        if failure is not None:
+            raise failure  # a loop that died must not look like a clean stop
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Return once `stop` is set; raise whatever made the coordinator's loop fail before that."""
@@ -202,7 +215,7 @@ class CoordinatorService:
         if self._task.done():
             self._task.result()
 
-    async def _started(self, client):  # type: ignore[no-untyped-def]
+    async def _started(self, client: C) -> C:
         """A started aiokafka client (or EventProducer), stopped with the service."""
         await client.start()
         self._stack.push_async_callback(client.stop)
@@ -264,7 +277,7 @@ class CoordinatorService:
             if self._dead_letters(record):
                 self._sensor.on_produced(DEAD_LETTER_TOPIC)
             return
-        if event.name not in INPUTS:
+        if not isinstance(event, INPUTS):
             return  # carried by its topic for someone else (an agent's control events)
         decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
         if isinstance(decision, Rejected):
@@ -324,7 +337,7 @@ class CoordinatorService:
         """Tell the sensor what a written decision did: journal events, inbox messages, assignments, the queue."""
         self._sensor.on_produced(JOURNAL_TOPIC, len(decision.events))
         self._sensor.on_produced(INBOX_TOPIC, sent)
-        assigned = sum(1 for event in decision.events if event.name in ("TaskAssigned", "TaskReassigned"))
+        assigned = sum(1 for event in decision.events if isinstance(event, TaskAssigned | TaskReassigned))
         if assigned:
             self._sensor.on_assigned(self._region, assigned)
         self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))

@@ -12,19 +12,26 @@ import functools
 
 import faust
 
-from swarmlog.schemas.events import Event
-from swarmlog.streams.budgets import AgentUsage, Budgets, decide_budget, evolve_usage, expires_at
+from swarmlog.streams.budgets import (
+    AgentUsage,
+    BudgetDecision,
+    Budgets,
+    agent_of,
+    decide_budget,
+    evolve_usage,
+    expires_at,
+)
 
 from .config import StreamsConfig
 from .expiry import Expiring, InFlight
-from .records import Io, now_ms, raw_topic
-from .tables import fold_table
+from .records import Io, RawStream, now_ms, raw_topic
+from .tables import FoldTable, fold_table
 
 USAGE = "swarm.usage"
 CONTROL = "swarm.control"
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
     table = fold_table(app, "budgets")
     policy, window_ms = config.budget_policy, config.budget_window_ms
@@ -34,17 +41,17 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
     def state(usage: dict[str, AgentUsage]) -> Budgets:
         return Budgets(usage, window_ms=window_ms)
 
-    async def send(decisions: list[Event]) -> None:
+    async def send(decisions: list[BudgetDecision]) -> None:
         for decision in decisions:
             if in_flight.sending(decision.event_id):
-                await io.send(CONTROL, decision.data["agent_id"], decision)
+                await io.send(CONTROL, decision.agent_id, decision)
 
-    async def fold(stream: faust.StreamT) -> None:
+    async def fold(stream: RawStream) -> None:
         async for record, event in io.decoded(stream):
-            partition, at_ms = record.message.partition, event.occurred_at_ms
+            partition, at_ms = record.message.partition, event.occurred_at
             expiring.drop_expired(partition, at_ms)
-            agent_id = event.data.get("agent_id")
-            if not isinstance(agent_id, str):
+            agent_id = agent_of(event)
+            if agent_id is None:
                 continue
             before = table.get(agent_id)
             after = evolve_usage(before, event, window_ms)

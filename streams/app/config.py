@@ -113,7 +113,9 @@ def knob(name: str, env: Mapping[str, str] | None = None) -> Any:
     raw = (os.environ if env is None else env).get(ENV_PREFIX + name.upper())
     if raw:
         return _convert(name, field.default, raw)
-    return field.default_factory() if field.default is dataclasses.MISSING else field.default
+    if field.default is dataclasses.MISSING and callable(field.default_factory):
+        return field.default_factory()
+    return field.default
 
 
 def _convert(name: str, default: Any, raw: str) -> Any:

@@ -19,15 +19,16 @@ import dataclasses
 
 import faust
 
+from swarmlog.schemas.records import WaitEnded, WaitStarted
 from swarmlog.streams.waitgraph import INITIAL, WaitGraph, decide_deadlocks, entry_changes, evolve, from_entries
 
 from .config import StreamsConfig
-from .records import Io, now_ms, raw_topic
-from .tables import fold_table
+from .records import Io, RawStream, now_ms, raw_topic
+from .tables import FoldTable, fold_table
 
 WAITS = "swarm.waits"
 ALERTS = "swarm.alerts"
-WAIT_EVENTS = ("WaitStarted", "WaitEnded")
+WAIT_EVENTS = (WaitStarted.name, WaitEnded.name)
 """What the one-partition topic carries: only the inputs of swarm.waits are forwarded (anything else there, such as a
 DeadlockDetected that would mark a cycle reported before it closes, is dead-lettered by the forwarder)."""
 FORWARD_KEY = "graph"
@@ -50,13 +51,13 @@ class Held:
     version: int = -1
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
     table = fold_table(app, "waitgraph", partitions=1)
     global_waits = raw_topic(app, global_waits_topic(config), partitions=1, internal=True)
     io.carries(global_waits_topic(config), WAIT_EVENTS)
 
-    async def forward(stream: faust.StreamT) -> None:
+    async def forward(stream: RawStream) -> None:
         async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):
             sent = [await global_waits.send(key=FORWARD_KEY.encode(), value=record.value) for record, _ in chunk]
             for pending in sent:  # all delivered before the chunk is acknowledged
@@ -64,7 +65,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
 
     held = Held()
 
-    async def detect(stream: faust.StreamT) -> None:
+    async def detect(stream: RawStream) -> None:
         async for _, event in io.decoded(stream):  # per event: a table is written inside a stream's event
             version = table.get(VERSION) or 0
             if held.version != version:
@@ -72,7 +73,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
             before = held.graph
             graph = evolve(before, event)
             for deadlock in decide_deadlocks(graph, now_ms(), event):
-                await io.send(ALERTS, ",".join(deadlock.data["cycle"]), deadlock)
+                await io.send(ALERTS, ",".join(deadlock.cycle), deadlock)
                 graph = evolve(graph, deadlock)
             puts, deletes = entry_changes(before, graph, event)
             if puts or deletes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import mode
 from aiokafka import AIOKafkaConsumer
@@ -13,7 +14,7 @@ from faust.types import TP
 class EndOffsets(mode.Service):
     """A group-less consumer that only lists end offsets; started and stopped with the app."""
 
-    def __init__(self, bootstrap: str, client_id: str, **kwargs) -> None:
+    def __init__(self, bootstrap: str | None, client_id: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._bootstrap, self._client_id = bootstrap, client_id
         self._client: AIOKafkaConsumer | None = None
@@ -34,7 +35,8 @@ class EndOffsets(mode.Service):
         """The end offset of each partition as its leader reports it now; None until the service has started."""
         if self._client is None:
             return None
-        return await self._client.end_offsets(list(partitions))
+        ends: dict[TP, int] = await self._client.end_offsets(list(partitions))
+        return ends
 
     async def ping(self, topics: Iterable[str], min_insync: int) -> None:
         """Ask the cluster for its metadata and each partition of `topics` for its end offset; a KafkaError (or a

@@ -15,6 +15,8 @@ import faust
 
 from swarmlog.streams.keyed import Expiries
 
+from .tables import FoldTable
+
 
 class Rebalances:
     """Whether the group rebalanced (its generation changed), so partitions may have moved, since last asked."""
@@ -33,9 +35,9 @@ class Expiring:
     """When the rows of a keyed table expire, per partition, kept up as the fold writes; a partition's are read from
     the table at its first event since the worker started or the group rebalanced."""
 
-    def __init__(self, app: faust.App, table: faust.Table, expires_at: Callable[[Any], int | None]) -> None:
+    def __init__(self, app: faust.App, table: FoldTable, expires_at: Callable[[Any], int | None]) -> None:
         self._rebalances, self._table, self._expires_at = Rebalances(app), table, expires_at
-        self._partitions: dict[int, Expiries] = {}
+        self._partitions: dict[int, Expiries[Any]] = {}
 
     def drop_expired(self, partition: int, now_ms: int) -> None:
         """Delete the rows of `partition` expired at `now_ms` (inside an event of that partition)."""
@@ -51,7 +53,7 @@ class Expiring:
         elif before is not None:
             del self._table[key]
 
-    def _of(self, partition: int) -> Expiries:
+    def _of(self, partition: int) -> Expiries[Any]:
         if self._rebalances.since_asked():
             self._partitions.clear()
         if partition not in self._partitions:

@@ -13,25 +13,26 @@ import time
 
 import faust
 
-from swarmlog.streams.registry import Registry, decide_liveness, evolve_agent, expires_at
+from swarmlog.streams.registry import Registry, agent_of, decide_liveness, evolve_agent, expires_at
 from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
 from .expiry import Expiring, InFlight
 from .progress import Progress
-from .records import Io, now_ms, raw_topic
-from .tables import fold_table
+from .records import Io, RawStream, now_ms, raw_topic
+from .tables import FoldTable, fold_table
 from .watch import Watch
 
 REGISTRY = "swarm.agents.registry"
 HEARTBEATS = "swarm.agents.heartbeats"
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
+def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
     """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
     table = fold_table(app, "registry")
-    ends = app.service(EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets"))
+    ends = EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets")
+    app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
     progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
     # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
     watch = Watch(
@@ -42,13 +43,18 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
         writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
     )
     expiring, in_flight = Expiring(app, table, expires_at), InFlight(app)
-    built, recovered = time.monotonic(), []  # recovery = from building the app to catching up with the inputs
+    built, recovered = (
+        time.monotonic(),
+        list[float](),
+    )  # recovery = from building the app to catching up with the inputs
 
-    async def fold(stream: faust.StreamT) -> None:
+    async def fold(stream: RawStream) -> None:
         async for record, event in io.decoded(stream, progress):  # every record counts, dead-lettered ones too
-            partition, at_ms = record.message.partition, event.occurred_at_ms
+            partition, at_ms = record.message.partition, event.occurred_at
             expiring.drop_expired(partition, at_ms)
-            agent_id = event.data["agent_id"]
+            agent_id = agent_of(event)
+            if agent_id is None:
+                continue
             before = table.get(agent_id)
             after = evolve_agent(before, event)
             if after is not None and after != before:
@@ -74,7 +80,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> faust.Table:
         deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
             if in_flight.sending(death.event_id):
-                await io.send(REGISTRY, death.data["agent_id"], death)
+                await io.send(REGISTRY, death.agent_id, death)
 
     app.agent(raw_topic(app, REGISTRY, HEARTBEATS), name="registry")(fold)
     app.timer(config.tick_s, name="liveness")(declare_deaths)

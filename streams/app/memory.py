@@ -11,10 +11,10 @@ import faust
 import redis.asyncio as aioredis
 
 from swarmlog import memorybus
-from swarmlog.streams.memory import WriteBatcher, plan_write
+from swarmlog.streams.memory import MemoryWrite, WriteBatcher, plan_write
 
 from .config import StreamsConfig
-from .records import Io, now_ms, raw_topic
+from .records import Io, RawStream, now_ms, raw_topic
 
 EXPERIENCES = "swarm.memory.experiences"
 CHUNK = 1000
@@ -22,17 +22,19 @@ CHUNK = 1000
 
 def install(app: faust.App, io: Io, config: StreamsConfig) -> None:
     """Add the memory projection agent to `app` (only call it when Redis is configured)."""
-    assert config.settings.redis_url is not None
+    redis_url = config.settings.redis_url
+    assert redis_url is not None
 
-    async def project(stream: faust.StreamT) -> None:
-        client = aioredis.from_url(config.settings.redis_url)
+    async def project(stream: RawStream) -> None:
+        client = aioredis.from_url(redis_url)
         try:
             async for chunk in io.decoded_chunks(stream, CHUNK, config.tick_s):
-                batcher, now, writes = WriteBatcher(), now_ms(), []
+                batcher, now = WriteBatcher(), now_ms()
+                writes: list[MemoryWrite] = []
                 for _, event in chunk:
                     write = plan_write(event, now)
                     if write is not None:
-                        batcher, closed = batcher.add(write, event.occurred_at_ms)
+                        batcher, closed = batcher.add(write, event.occurred_at)
                         writes += closed
                 writes += batcher.flush()[1]
                 if writes:

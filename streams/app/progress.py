@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 
 import faust
 from aiokafka.errors import KafkaError
+from faust.tables import TableManager
+from faust.transport.consumer import Consumer
 from faust.types import TP
 
 from .ends import EndOffsets
@@ -32,8 +34,9 @@ class Progress:
 
     def caught_up(self) -> bool:
         """True when every assigned partition is folded up to its last fetch's high-water mark, outside rebalances."""
-        app = self._app
-        if app.rebalancing or not app.tables.recovery.completed.is_set():
+        app, tables = self._app, self._app.tables
+        assert isinstance(tables, TableManager), "the app's table manager is Faust's"
+        if app.rebalancing or not tables.recovery.completed.is_set():
             return False
         consumer = app.consumer
         return self._folded_to({tp: consumer.highwater(tp) for tp in self._assigned()})
@@ -66,7 +69,9 @@ class Progress:
         return [tp for tp in self._app.consumer.assignment() if tp.topic in self._topics]
 
     def _folded_to(self, highwaters: Mapping[TP, int | None]) -> bool:
-        committed = self._app.consumer._committed_offset
+        consumer = self._app.consumer
+        assert isinstance(consumer, Consumer), "the app's consumer is Faust's"
+        committed = consumer._committed_offset
         for tp, highwater in highwaters.items():
             # Nothing folded since (re)start: resume from the committed offset Faust sought to (None if never).
             next_offset = self._next.get(tp, committed.get(tp))

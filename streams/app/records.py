@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Collection
-from typing import Any
+from typing import Any, TypeAlias
 
 import faust
 from faust.types import TP, EventT, Message
@@ -30,6 +30,12 @@ logger = logging.getLogger(__name__)
 def now_ms() -> int:
     """Wall-clock milliseconds since the epoch: the only clock the worker reads, passed into `decide_*`."""
     return time.time_ns() // 1_000_000
+
+
+RawStream: TypeAlias = faust.StreamT[bytes]
+"""A stream of a raw topic, as an agent gets it."""
+RawRecord: TypeAlias = EventT[bytes]
+"""One record of a raw stream, with its message (coordinates, key and value bytes)."""
 
 
 def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
@@ -62,8 +68,8 @@ class Io:
         self.sensor.on_produced(topic)
 
     async def decoded(
-        self, stream: faust.StreamT, progress: Progress | None = None
-    ) -> AsyncIterator[tuple[EventT, Event]]:
+        self, stream: RawStream, progress: Progress | None = None
+    ) -> AsyncIterator[tuple[RawRecord, Event]]:
         """The stream's inputs with their events; any other record goes to the dead letters instead. `progress`
         hears of every record: of an input once the loop over this is back for the next one, of the rest at once."""
         async for record in stream.events():
@@ -74,15 +80,16 @@ class Io:
                 progress.processed(record.message.tp, record.message.offset)
 
     async def decoded_chunks(
-        self, stream: faust.StreamT, size: int, within_s: float
-    ) -> AsyncIterator[list[tuple[EventT, Event]]]:
+        self, stream: RawStream, size: int, within_s: float
+    ) -> AsyncIterator[list[tuple[RawRecord, Event]]]:
         """The stream's inputs with their events in chunks of at most `size` or `within_s` seconds, acknowledged
         after each chunk (any other record goes to the dead letters instead)."""
+        assert isinstance(stream, faust.Stream), "an agent's stream"
         async for records in stream.take_events(size, within_s):
             decoded = [(record, await self._input(record)) for record in records]
             yield [(record, event) for record, event in decoded if event is not None]
 
-    async def _input(self, record: EventT) -> Event | None:
+    async def _input(self, record: RawRecord) -> Event | None:
         """The record's event if it is an input of its topic; else None once it is dead-lettered."""
         message = record.message  # the raw record: its coordinates, key and value bytes
         self.sensor.on_consumed(message.topic)
@@ -111,5 +118,5 @@ class Io:
             message.partition,
             message.offset,
             len(message.value or b""),
-            letter.data["reason"],
+            letter.reason,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any
+from typing import Any, TypeAlias
 
 import faust
 from faust.serializers import codecs
@@ -16,6 +16,8 @@ from swarmlog.streams.registry import AgentView
 from swarmlog.streams.waitgraph import Wait
 
 CODEC = "swarmlog-fold"
+FoldTable: TypeAlias = faust.Table[str, Any]
+"""A table of fold states by string key."""
 FOLD_RECORDS = (AgentView, AgentUsage, PSet, Wait)
 """The classes a table value may hold; the rest is str, int, None, tuples and frozensets."""
 _ALLOWED = {(cls.__module__, cls.__qualname__) for cls in FOLD_RECORDS}
@@ -57,9 +59,10 @@ def load_value(raw: bytes) -> Any:
         raise ValueError(f"not a fold record: {type(exc).__name__}: {exc}") from None
 
 
-def fold_table(app: faust.App, name: str, partitions: int | None = None) -> faust.Table:
+def fold_table(app: faust.App, name: str, partitions: int | None = None) -> FoldTable:
     """A table of fold states (records of swarmlog.streams) by string key; missing keys read as None."""
     table = app.Table(name, default=None, partitions=partitions, options={"driver": "rocksdict"})
+    assert isinstance(table, faust.Table), "the app's Table class is Faust's"
     # Faust derives serializers from key_type/value_type (JSON unless a faust Record says otherwise); the store is
     # built lazily from these attributes, so set them before first use...
     table.key_serializer, table.value_serializer = "json", CODEC

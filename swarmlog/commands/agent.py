@@ -12,7 +12,7 @@ import typer
 
 from swarmlog import logs
 from swarmlog.actors.brains import BRAINS
-from swarmlog.actors.shell import AgentConfig, run_agent
+from swarmlog.actors.shell.agent import AgentConfig, run_agent
 from swarmlog.commands.common import one_line_errors
 from swarmlog.errors import ConfigError
 from swarmlog.settings import Settings

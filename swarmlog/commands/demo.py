@@ -10,7 +10,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,10 +18,22 @@ import typer
 
 from swarmlog.actors.brains import BRAINS
 from swarmlog.actors.brains.llamacpp import THREADS_VARIABLE
-from swarmlog.client import MissionClient, MissionTimeout
+from swarmlog.client import MissionClient, MissionTimeout, Terminal, outcome
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    ConsensusReached,
+    ConsensusTimedOut,
+    MissionCompleted,
+    PhaseStarted,
+    TaskAssigned,
+    TaskQueued,
+    TaskReassigned,
+    TaskResultRecorded,
+    VoteRecorded,
+    VoteRequested,
+)
 from swarmlog.services import open_services, process
 from swarmlog.services.supervisor import ChildDied, unless_a_child_dies
 from swarmlog.settings import Settings
@@ -62,17 +74,6 @@ MISSION: dict[str, Any] = {
     },
     "deadline_ms": 600_000,
 }
-RESULT_FIELDS = (
-    "success",
-    "latency_ms",
-    "agent_count",
-    "tasks_completed",
-    "tasks_failed",
-    "malformed_count",
-    "consensus_ms",
-    "tokens_used",
-    "outputs",
-)
 
 
 @one_line_errors
@@ -107,10 +108,10 @@ def demo(
                 _progress(f"stopping the other processes; every log is kept in {work}")
                 raise typer.Exit(EXIT_FAILED) from None
     if as_json:
-        print_json({name: result.data.get(name) for name in RESULT_FIELDS} | {"mission": result.name})
+        print_json(outcome(result) | {"mission": result.name})
     else:
         _print_result(result)
-    if result.name != "MissionCompleted" or not result.data.get("success"):
+    if not (isinstance(result, MissionCompleted) and result.success):
         _progress(f"the mission did not succeed; the processes' logs are kept in {work}")
         raise typer.Exit(EXIT_FAILED)
     shutil.rmtree(work, ignore_errors=True)
@@ -163,7 +164,7 @@ def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Ite
         process.stop_all([child.popen for child in children])
 
 
-async def _run_mission(settings: Settings, timeout_s: float) -> Event:
+async def _run_mission(settings: Settings, timeout_s: float) -> Terminal:
     """Submit the demo mission and narrate its journal until it ends."""
     client = MissionClient(settings, client_name="demo")
     mission_id = await client.submit(MISSION)
@@ -172,29 +173,46 @@ async def _run_mission(settings: Settings, timeout_s: float) -> Event:
         async with asyncio.timeout(timeout_s):
             async for event in client.follow(mission_id):
                 _progress(_narrate(event))
-                if event.name in ("MissionCompleted", "MissionFailed", "MissionRejected"):
+                if isinstance(event, Terminal):
                     return event
     except TimeoutError:
-        raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s") from None
+        pass
+    raise MissionTimeout(f"mission {mission_id} did not end within {timeout_s:.0f} s")
 
 
 def _narrate(event: Event) -> str:
     """One line of progress for a journal event."""
-    data = event.data
-    at = data["occurred_at"].strftime("%H:%M:%S") if isinstance(data["occurred_at"], datetime) else ""
-    task = f"{data.get('task_id')}#{data.get('replica')}" if "task_id" in data else ""
-    detail = {
-        "PhaseStarted": lambda: f"phase {data['phase']}",
-        "TaskAssigned": lambda: f"{task} → {data['agent_id']} (score {data['score']:.2f}, attempt {data['attempt']})",
-        "TaskQueued": lambda: f"{task} queued: {data['reason']}",
-        "TaskResultRecorded": lambda: f"{task} by {data['agent_id']}: " + ("done" if data["succeeded"] else "failed"),
-        "VoteRequested": lambda: f"vote asked of {data['voter_agent_id']}",
-        "VoteRecorded": lambda: f"{data['voter_agent_id']} voted {data['candidate_id']}",
-        "ConsensusReached": lambda: f"consensus on {data['candidate_id']} in {data['consensus_ms']} ms",
-        "ConsensusTimedOut": lambda: f"consensus window closed with {data['votes']}/{data['voters']} votes",
-        "TaskReassigned": lambda: f"{task} taken from {data['from_agent_id']}: {data['reason']}",
-    }.get(event.name, lambda: "")()
-    return f"{at} {event.name:<20} {detail}"
+    at = datetime.fromtimestamp(event.occurred_at // 1000, UTC).strftime("%H:%M:%S")
+    return f"{at} {event.name:<20} {_detail(event)}"
+
+
+def _detail(event: Event) -> str:
+    """What a journal event says about the mission's progress ("" for events the narration passes over)."""
+    match event:
+        case PhaseStarted():
+            return f"phase {event.phase}"
+        case TaskAssigned():
+            return f"{_task(event)} → {event.agent_id} (score {event.score:.2f}, attempt {event.attempt})"
+        case TaskQueued():
+            return f"{_task(event)} queued: {event.reason}"
+        case TaskResultRecorded():
+            return f"{_task(event)} by {event.agent_id}: " + ("done" if event.succeeded else "failed")
+        case VoteRequested():
+            return f"vote asked of {event.voter_agent_id}"
+        case VoteRecorded():
+            return f"{event.voter_agent_id} voted {event.candidate_id}"
+        case ConsensusReached():
+            return f"consensus on {event.candidate_id} in {event.consensus_ms} ms"
+        case ConsensusTimedOut():
+            return f"consensus window closed with {event.votes}/{event.voters} votes"
+        case TaskReassigned():
+            return f"{_task(event)} taken from {event.from_agent_id}: {event.reason}"
+    return ""
+
+
+def _task(event: TaskAssigned | TaskQueued | TaskResultRecorded | TaskReassigned) -> str:
+    """A task replica as the narration names it: task_id#replica."""
+    return f"{event.task_id}#{event.replica}"
 
 
 def _progress(line: str) -> None:
@@ -202,12 +220,11 @@ def _progress(line: str) -> None:
     err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _print_result(result: Event) -> None:
+def _print_result(result: Terminal) -> None:
     """The mission's outcome, readably."""
-    for name in RESULT_FIELDS:
-        value = result.data.get(name)
+    for name, value in outcome(result).items():
         if name == "outputs":
-            for index, output in enumerate(value or []):
+            for index, output in enumerate(value):
                 out.print(f"output {index}: {output}", highlight=False, markup=False, soft_wrap=True)
         elif value is not None:
             out.print(f"{name}: {value}", highlight=False, markup=False)

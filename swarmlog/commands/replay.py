@@ -317,13 +317,13 @@ def _report_verification(result: Verification, as_json: bool) -> None:
             check.digest,
         )
     live = Table("component", "key", "compared with", "differences", "unreadable rows", title="fold against live state")
-    for check in result.live:
+    for against in result.live:
         live.add_row(
-            check.component,
-            check.key,
-            check.live or f"nothing: {check.note}",
-            str(check.differences),
-            str(check.unreadable),
+            against.component,
+            against.key,
+            against.live or f"nothing: {against.note}",
+            str(against.differences),
+            str(against.unreadable),
         )
     _show(
         {**dataclasses.asdict(result), "ok": result.ok},

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Annotated, Any
 
 import typer
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from rich.table import Table
@@ -33,6 +33,7 @@ from swarmlog.replay.fold import decoded
 from swarmlog.replay.source import Span, read
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentDeclaredDead, AgentDeregistered, AgentHeartbeat, AgentRegistered
 from swarmlog.settings import Settings, require_reachable
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, evolve_agent
 
@@ -81,12 +82,14 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
     """Every agent of the registry with its latest heartbeat (within `window_ms`), by the registry's fold."""
     now = now_ms()
     events = await read_topic(settings, REGISTRY) + await read_topic(settings, HEARTBEATS, since_ms=now - window_ms)
+    of_agents = [
+        e for e in events if isinstance(e, AgentRegistered | AgentDeregistered | AgentDeclaredDead | AgentHeartbeat)
+    ]
     views: dict[str, AgentView] = {}
-    for event in sorted(events, key=lambda e: (e.occurred_at_ms, e.name != "AgentRegistered")):
-        agent_id = event.data.get("agent_id")
-        view = evolve_agent(views.get(agent_id), event)
+    for event in sorted(of_agents, key=lambda e: (e.occurred_at, not isinstance(e, AgentRegistered))):
+        view = evolve_agent(views.get(event.agent_id), event)
         if view is not None:
-            views[agent_id] = view
+            views[event.agent_id] = view
     return [
         AgentRow(
             v.agent_id,
@@ -179,24 +182,26 @@ async def group_lag(settings: Settings, region: str) -> int | None:
         return None
     finally:
         await admin.close()
-    committed = {tp: meta.offset for tp, meta in committed.items() if tp.topic in INPUT_TOPICS and meta.offset >= 0}
-    if not committed:
+    offsets: dict[TopicPartition, int] = {
+        tp: meta.offset for tp, meta in committed.items() if tp.topic in INPUT_TOPICS and meta.offset >= 0
+    }
+    if not offsets:
         return None
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status")
     await _start(consumer, settings)
     try:
-        ends = await consumer.end_offsets(list(committed))
+        ends: dict[TopicPartition, int] = await consumer.end_offsets(list(offsets))
     finally:
         await consumer.stop()
-    return sum(max(0, ends[tp] - offset) for tp, offset in committed.items())
+    return sum(max(0, ends[tp] - offset) for tp, offset in offsets.items())
 
 
 async def gather_status(settings: Settings) -> tuple[list[AgentRow], list[RegionRow]]:
     """The agents and every region, read concurrently."""
-    agents, *regions = await asyncio.gather(
-        read_agents(settings), *(read_region(settings, region) for region in settings.region_names)
+    agents, regions = await asyncio.gather(
+        read_agents(settings), asyncio.gather(*(read_region(settings, region) for region in settings.region_names))
     )
-    return agents, list(regions)
+    return agents, regions
 
 
 def status_document(agents: list[AgentRow], regions: list[RegionRow]) -> dict[str, Any]:

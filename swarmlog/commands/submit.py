@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,7 +33,7 @@ def submit(
         err.print(f"[red]error:[/red] {file}: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     client = MissionClient(connected(bootstrap), client_name="cli")
-    mission = dict(mission) | {"mission_id": event.data["mission_id"]}
+    mission = dict(mission) | {"mission_id": event.mission_id}
     mission_id, mission_region, served = asyncio.run(_submit(client, mission))
     if mission_region not in served:
         err.print(
@@ -51,9 +51,9 @@ def submit(
         watch_mission(client, mission_id, mission_region, timeout_s, as_json)
 
 
-async def _submit(client: MissionClient, mission: dict) -> tuple[str, str, tuple[str, ...]]:
+async def _submit(client: MissionClient, mission: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
     """Place and produce the mission: its id, its region, and the regions served when it was placed."""
     served = await client.served_regions()
     event = await client.placed(mission, served)
     await client.produce(event)
-    return event.data["mission_id"], event.data["region"], served
+    return event.mission_id, client.region_of(event.mission_id, event.region), served

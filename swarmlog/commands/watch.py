@@ -14,24 +14,12 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from swarmlog.client import MissionClient, MissionProgress, MissionTimeout
+from swarmlog.client import MissionClient, MissionProgress, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, connected
 from swarmlog.schemas.events import Event
 
 CHECK_SERVED_S = 2.0
-RESULT_FIELDS = (
-    "success",
-    "reason",
-    "latency_ms",
-    "agent_count",
-    "tasks_completed",
-    "tasks_failed",
-    "malformed_count",
-    "consensus_ms",
-    "tokens_used",
-    "outputs",
-)
 
 
 @one_line_errors
@@ -128,7 +116,7 @@ async def _notice_unserved(
 
 def progress_line(event: Event, progress: MissionProgress) -> dict[str, Any]:
     """One JSON line of --json: the journal event's name and time, and the progress after it."""
-    return {"type": "progress", "event": event.name, "occurred_at_ms": event.occurred_at_ms} | progress.summary()
+    return {"type": "progress", "event": event.name, "occurred_at_ms": event.occurred_at} | progress.summary()
 
 
 def result_document(progress: MissionProgress) -> dict[str, Any]:
@@ -140,7 +128,7 @@ def result_document(progress: MissionProgress) -> dict[str, Any]:
         "mission_id": progress.mission_id,
         "mission": result.name,
         "success": progress.succeeded,
-    } | {name: result.data.get(name) for name in RESULT_FIELDS if name in result.data}
+    } | outcome(result)
 
 
 def render(progress: MissionProgress) -> Group:
@@ -165,9 +153,9 @@ def render(progress: MissionProgress) -> Group:
         agents.add_row(agent, str(progress.done.get(agent, 0)), str(progress.failed.get(agent, 0)))
     parts: list[Any] = [header, agents]
     if progress.result is not None:
-        data = progress.result.data
-        lines = [f"{name}: {data[name]}" for name in RESULT_FIELDS if name in data and name != "outputs"]
-        lines += [f"output {index}: {output}" for index, output in enumerate(data.get("outputs") or [])]
+        said = outcome(progress.result)
+        lines = [f"{name}: {value}" for name, value in said.items() if name != "outputs"]
+        lines += [f"output {index}: {output}" for index, output in enumerate(said.get("outputs", []))]
         parts.append(
             Panel(
                 Text("\n".join(lines)),

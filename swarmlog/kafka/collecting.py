@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from aiokafka import ConsumerRecord, TopicPartition
 
@@ -19,6 +19,7 @@ from swarmlog.settings import Settings
 
 Start = Literal["beginning", "end"]
 CLIENT_ID = "swarmlog-collector"
+E = TypeVar("E", bound=Event)
 
 
 class Collector:
@@ -57,9 +58,13 @@ class Collector:
             await self._task
         await self._consumer.stop()
 
-    def named(self, *names: str, **fields: object) -> list[Event]:
-        """The events of those names whose fields match."""
-        return [e for e in self.events if e.name in names and all(e.data.get(k) == v for k, v in fields.items())]
+    def named(self, *kinds: type[E], **fields: object) -> list[E]:
+        """The events of those classes whose fields have the values given."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, kinds) and all(getattr(e, name, None) == value for name, value in fields.items())
+        ]
 
     async def wait_for(self, done: Callable[[], object], timeout_s: float) -> None:
         """Wait until done() is truthy, checked after every poll; TimeoutError otherwise."""

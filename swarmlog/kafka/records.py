@@ -16,6 +16,7 @@ from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import DeadLetterRecorded
 from swarmlog.settings import Settings
 from swarmlog.streams.alerts import derived_id
 from swarmlog.topics import catalog
@@ -59,7 +60,7 @@ class NotAnInput(DecodeError):
 def dead_letter_id(topic: str, partition: int, offset: int) -> str:
     """The event id of a record's dead letter: derived from its coordinates alone, whoever writes it (the streams
     worker's ids are these too), so writing it again is a duplicate."""
-    return derived_id("DeadLetterRecorded", topic, partition, offset)
+    return derived_id(DeadLetterRecorded.name, topic, partition, offset)
 
 
 def input_event(codec: Codec, record: Any, carries: Collection[str]) -> Event:
@@ -94,7 +95,7 @@ def fitted(payload: bytes, key: bytes | None, max_message_bytes: int) -> tuple[b
 
 def dead_letter(
     record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None, event_id: str | None = None
-) -> Event:
+) -> DeadLetterRecorded:
     """The DeadLetterRecorded event that keeps an unusable record's bytes, origin and reason; with
     `max_message_bytes`, bytes that would not fit in a message of that size are cut (the reason says so); a fresh id
     unless `event_id` is given (see dead_letter_id)."""
@@ -102,7 +103,7 @@ def dead_letter(
     if max_message_bytes is not None:
         payload, key, note = fitted(payload, key, max_message_bytes)
     return stamp(
-        "DeadLetterRecorded",
+        DeadLetterRecorded,
         producer=consumer,
         event_id=event_id,
         origin_topic=record.topic,
@@ -125,7 +126,7 @@ def with_note(reason: str, note: str) -> str:
 
 async def send_dead_letter(
     producer: EventProducer, record: Any, error: Exception, consumer: str, *, max_message_bytes: int | None = None
-) -> Event:
+) -> DeadLetterRecorded:
     """Write the record's dead letter (id from its coordinates, cut to `max_message_bytes`) and one WARNING line
     naming topic[partition]@offset and the reason; the dead letter written."""
     letter = dead_letter(
@@ -143,7 +144,7 @@ async def send_dead_letter(
         record.partition,
         record.offset,
         len(record.value or b""),
-        letter.data["reason"],
+        letter.reason,
     )
     return letter
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from swarmlog.kafka.collecting import Collector
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import BudgetExceeded, BudgetRestored, DrainRequested, ResyncRequested, from_fields
 from swarmlog.settings import Settings
 
 INBOX = "swarm.agents.inbox"
@@ -67,7 +68,7 @@ def task_assigned(
 ) -> Event:
     """A TaskAssigned as the coordinator would write it."""
     mission_id = mission_id or uuid.uuid4().hex
-    return Event(
+    return from_fields(
         "TaskAssigned",
         {
             "event_id": uuid.uuid4().hex,
@@ -99,7 +100,7 @@ async def send_inbox(
         if raw is not None:
             await producer.raw.send_and_wait(INBOX, raw, partition=slot, key=None if key is None else key.encode())
         for event in events:
-            await producer.send(INBOX, event, key=key or event.data["agent_id"], partition=slot)
+            await producer.send(INBOX, event, key=key or event.agent_id, partition=slot)
 
 
 async def publish_control(settings: Settings, *events: Event, raw: bytes | None = None, key: str | None = None) -> None:
@@ -108,7 +109,18 @@ async def publish_control(settings: Settings, *events: Event, raw: bytes | None 
         if raw is not None:
             await producer.raw.send_and_wait(CONTROL, raw, key=None if key is None else key.encode())
         for event in events:
-            await producer.send(CONTROL, event, key=key or event.data.get("agent_id", event.data.get("target")))
+            await producer.send(CONTROL, event, key=key or addressee(event))
+
+
+def addressee(event: Event) -> str:
+    """Whom a control event is for: an agent's id, or "*" for every agent."""
+    match event:
+        case BudgetExceeded() | BudgetRestored():
+            return event.agent_id
+        case DrainRequested() | ResyncRequested():
+            return event.target
+        case _:
+            raise ValueError(f"{event.name} is not a control event")
 
 
 class Log(Collector):

@@ -21,6 +21,7 @@ from swarmlog.actors.domain import (
     initial,
 )
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import TaskStarted, from_fields
 
 ME = "agent-1"
 
@@ -33,7 +34,7 @@ def event(name: str, at_ms: int, event_id: str, **fields) -> Event:
         "causation_id": None,
         "producer": "test",
     }
-    return Event(name, envelope | fields)
+    return from_fields(name, envelope | fields)
 
 
 def attempt(n: int) -> dict:
@@ -108,7 +109,7 @@ def test_a_redelivery_within_the_window_is_skipped_and_a_stale_new_task_is_not_s
     for later in (11_000, 11_000 + STALE_MS):
         assert decide(Receive(assigned(1, 9_000), now_ms=later), state) == Decision()
     assert decide(Receive(assigned(2, 9_000), now_ms=9_000 + STALE_MS + 1), state) == Decision()
-    assert decide(Receive(assigned(2, 9_000), now_ms=9_000 + STALE_MS), state).events[0].name == "TaskStarted"
+    assert isinstance(decide(Receive(assigned(2, 9_000), now_ms=9_000 + STALE_MS), state).events[0], TaskStarted)
 
 
 def test_a_task_in_flight_is_never_dropped_and_resumes_however_old():

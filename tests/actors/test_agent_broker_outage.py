@@ -15,6 +15,7 @@ from agent_harness import Log, start_agent, stop_agent
 from metrics_scrape import broker_waiting_seconds
 
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.records import AgentRegistered
 from swarmlog.services import KafkaCluster, run_kafka_cluster
 from swarmlog.services.process import free_ports
 from swarmlog.settings import Settings
@@ -41,7 +42,7 @@ async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_e
     process = start_agent(settings, agent_id, 0, tmp_path, "--brain", "scripted", "--metrics-port", str(port))
     try:
         async with Log(settings, "swarm.agents.registry") as log:
-            await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id), timeout_s=60)
+            await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
         before = await asyncio.to_thread(broker_waiting_seconds, port)
         node.kill()
         seen, started = 0.0, time.monotonic()

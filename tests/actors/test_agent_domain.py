@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from swarmlog.actors.domain import AgentState, Decision, Receive, Rejected, Vote, Work, decide, evolve, initial
 from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, experience, released, taken
 from swarmlog.schemas.codec import encode
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import TaskCompleted, TaskFailed, from_fields
 
 ME = "agent-1"
 
@@ -23,7 +23,7 @@ def command(name: str, event_id: str = "cmd-1", **fields) -> Receive:
         "causation_id": None,
         "producer": "coordinator:region-0",
     }
-    return Receive(Event(name, envelope | fields), now_ms=2_000)
+    return Receive(from_fields(name, envelope | fields), now_ms=2_000)
 
 
 def assigned(agent_id: str = ME, attempt: int = 1, max_steps: int = 3, event_id: str = "cmd-1") -> Receive:
@@ -81,7 +81,7 @@ def test_cancelling_a_started_task_fails_it_as_cancelled_once():
         "TaskCancelled", "cmd-2", mission_id="m1", task_id="t1", replica=0, attempt=1, agent_id=ME, reason="superseded"
     )
     (failed,) = decide(cancel, state).events
-    assert failed.data["failure"] == "CANCELLED"
+    assert failed.failure == "CANCELLED"
     encode(failed)
     assert decide(cancel, evolve(state, failed)) == Decision()
 
@@ -110,7 +110,7 @@ def test_a_ballot_is_voted_on_once():
         '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
         Usage(20, 9, 3_000, "g1"),
     )
-    assert vote.data["candidate_id"] == "c1" and used.data["generation_id"] == "cmd-3/gen-1/g1"
+    assert vote.candidate_id == "c1" and used.generation_id == "cmd-3/gen-1/g1"
     encode(used), encode(vote)
     assert decide(request, evolve(initial(ME), vote)) == Decision()
 
@@ -136,15 +136,15 @@ def test_a_retried_step_is_a_new_generation_and_the_same_generation_keeps_its_id
     again, _ = advance(run, text, Usage(10, 5, 2_100, "g1"))
     retried, _ = advance(run, text, Usage(10, 5, 2_900, "g2"))  # the same step generated again after a restart
     assert first == again
-    assert first[0].data["generation_id"] != retried[0].data["generation_id"]
+    assert first[0].generation_id != retried[0].generation_id
     assert first[0].event_id != retried[0].event_id
     assert first[1].event_id == retried[1].event_id  # the step itself is the same step
 
 
-def test_an_event_that_names_no_agent_is_rejected_and_one_for_another_agent_is_not_ours():
+def test_an_event_that_is_no_inbox_command_is_rejected_whoever_it_names():
     stray = command("GroundTruthUpdated", document_id="d", version=1, content="x")
     assert isinstance(decide(stray, initial(ME)), Rejected)
-    assert decide(command("AgentDeregistered", agent_id="agent-2", reason="x"), initial(ME)) == Decision()
+    assert isinstance(decide(command("AgentDeregistered", agent_id="agent-2", reason="x"), initial(ME)), Rejected)
 
 
 def test_a_budget_throttles_until_restored():
@@ -166,15 +166,16 @@ def test_an_answer_completes_the_task_with_its_totals():
         run_of(3), '{"action": "answer", "content": "4", "confidence": 0.7}', Usage(10, 5, 2_300, "g1")
     )
     assert after is None and [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "TaskCompleted"]
-    assert events[2].data.items() >= {"output": "4", "confidence": 0.7, "steps": 1, "latency_ms": 300}.items()
+    completed = events[2]
+    assert (completed.output, completed.confidence, completed.steps, completed.latency_ms) == ("4", 0.7, 1, 300)
     for event in events:
         encode(event)
 
 
 def test_malformed_output_fails_the_task_with_the_raw_text():
     events, after = advance(run_of(3), "I think 4", Usage(10, 5, 2_300, "g1"))
-    assert after is None and events[-1].data["failure"] == "MALFORMED_OUTPUT"
-    assert events[-1].data["raw_output"] == "I think 4"
+    assert after is None and events[-1].failure == "MALFORMED_OUTPUT"
+    assert events[-1].raw_output == "I think 4"
     encode(events[-1])
 
 
@@ -186,7 +187,7 @@ def test_notes_carry_to_the_next_step_and_the_last_step_must_conclude():
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken"] and after.allowed == ("answer", "fail")
     assert "remember: it is arithmetic" in after.prompt()
     events, _ = advance(after, '{"action": "recall", "content": "x", "confidence": 1}', Usage(1, 1, 2_200, "g1"))
-    assert events[-1].data["failure"] == "MALFORMED_OUTPUT"
+    assert events[-1].failure == "MALFORMED_OUTPUT"
     encode(released(after, "stopping", 2_300))
 
 
@@ -196,13 +197,13 @@ def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embeddi
     )
     step = taken(events)
     recorded = experience(step, [0.6, 0.8], node="n1", ttl_s=600)
-    assert recorded.event_id == recorded.data["experience_id"] == f"{step.data['causation_id']}/experience-1"
-    assert (recorded.data["content"], recorded.data["embedding"], recorded.occurred_at_ms) == (
+    assert recorded.event_id == recorded.experience_id == f"{step.causation_id}/experience-1"
+    assert (recorded.content, recorded.embedding, recorded.occurred_at) == (
         "2+2 is 4",
         [0.6, 0.8],
         2_100,
     )
-    assert recorded.data["mission_id"] == "m1" and recorded.data["ttl_s"] == 600
+    assert recorded.mission_id == "m1" and recorded.ttl_s == 600
     encode(recorded)
     assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200, "g1"))[0]) is None
 
@@ -219,4 +220,4 @@ def test_the_step_loop_always_closes_within_max_steps(outputs):
         if run is None:
             closed = events[-1]
             break
-    assert closed is not None and closed.data["steps"] <= 3 and closed.name in ("TaskCompleted", "TaskFailed")
+    assert closed is not None and closed.steps <= 3 and isinstance(closed, TaskCompleted | TaskFailed)

@@ -10,10 +10,27 @@ import signal
 import pytest
 from agent_harness import Log, publish_control, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
-from swarmlog.actors.store import AgentStore
+from swarmlog.actors.shell.store import AgentStore
 from swarmlog.envelope import stamp
 from swarmlog.kafka.reading import reader
 from swarmlog.schemas.codec import encode
+from swarmlog.schemas.records import (
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentRegistered,
+    BudgetExceeded,
+    BudgetRestored,
+    DeadLetterRecorded,
+    DrainRequested,
+    GroundTruthUpdated,
+    TaskCompleted,
+    TaskFailed,
+    TaskStarted,
+    TaskStepTaken,
+    TokensUsed,
+    VoteCast,
+    VoteRequested,
+)
 from swarmlog.settings import Settings
 
 TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
@@ -27,11 +44,11 @@ def spawn(settings, agent_id, tmp_path):
 
 
 async def registered(log: Log, agent_id: str, times: int) -> None:
-    await log.wait_for(lambda: len(log.named("AgentRegistered", agent_id=agent_id)) >= times, timeout_s=60)
+    await log.wait_for(lambda: len(log.named(AgentRegistered, agent_id=agent_id)) >= times, timeout_s=60)
 
 
 def closed(log: Log, mission: str):
-    return log.named("TaskCompleted", mission_id=mission) + log.named("TaskFailed", mission_id=mission)
+    return log.named(TaskCompleted, mission_id=mission) + log.named(TaskFailed, mission_id=mission)
 
 
 async def inbox_end(settings: Settings, slot: int) -> int:
@@ -65,9 +82,9 @@ async def test_a_task_assigned_before_the_first_start_is_done_on_an_empty_data_d
     await send_inbox(settings, slot, task)
     async with Log(settings, *TOPICS) as log:
         process = spawn()
-        await log.wait_for(lambda: closed(log, task.data["mission_id"]), timeout_s=60)
+        await log.wait_for(lambda: closed(log, task.mission_id), timeout_s=60)
         assert stop_agent(process) == 0
-    assert len(log.named("TaskStarted", mission_id=task.data["mission_id"])) == 1
+    assert len(log.named(TaskStarted, mission_id=task.mission_id)) == 1
 
 
 async def test_a_wiped_data_dir_redoes_nothing_finished_and_takes_new_tasks(settings, agent_id, spawn, tmp_path):
@@ -77,16 +94,16 @@ async def test_a_wiped_data_dir_redoes_nothing_finished_and_takes_new_tasks(sett
         process = spawn()
         await registered(log, agent_id, 1)
         await send_inbox(settings, slot, first)
-        await log.wait_for(lambda: closed(log, first.data["mission_id"]))
+        await log.wait_for(lambda: closed(log, first.mission_id))
         assert stop_agent(process) == 0
         shutil.rmtree(tmp_path / agent_id)
         second = task_assigned(agent_id, slot, "Say ok again.", max_steps=1)
         await send_inbox(settings, slot, first, second)  # the first again: a coordinator's redelivery
         process = spawn()
-        await log.wait_for(lambda: closed(log, second.data["mission_id"]))
+        await log.wait_for(lambda: closed(log, second.mission_id))
         assert stop_agent(process) == 0
-    assert len(log.named("TaskStarted", mission_id=first.data["mission_id"])) == 1
-    assert len(closed(log, first.data["mission_id"])) == 1
+    assert len(log.named(TaskStarted, mission_id=first.mission_id)) == 1
+    assert len(closed(log, first.mission_id)) == 1
 
 
 async def test_a_checkpoint_past_the_inbox_end_is_stale_and_the_agent_reads_its_inbox_again(
@@ -101,7 +118,7 @@ async def test_a_checkpoint_past_the_inbox_end_is_stale_and_the_agent_reads_its_
         task = task_assigned(agent_id, slot, "Say ok.", max_steps=1)
         await send_inbox(settings, slot, task)
         process = spawn()
-        await log.wait_for(lambda: closed(log, task.data["mission_id"]), timeout_s=60)
+        await log.wait_for(lambda: closed(log, task.mission_id), timeout_s=60)
         assert stop_agent(process) == 0
     # Only WARNING and above reach the log without a logging set-up (Python's last-resort handler), as here.
     warnings = [line for line in (tmp_path / f"{agent_id}.log").read_text().splitlines() if "stale" in line]
@@ -121,7 +138,7 @@ async def test_a_checkpoint_of_another_cluster_is_stale_even_where_its_positions
         # As if the previous cluster had held a record more than this one: the checkpoint is past the task.
         edit_checkpoint(tmp_path, agent_id, inbox=await inbox_end(settings, slot), cluster="another-cluster")
         process = spawn()
-        await log.wait_for(lambda: closed(log, task.data["mission_id"]), timeout_s=60)
+        await log.wait_for(lambda: closed(log, task.mission_id), timeout_s=60)
         assert stop_agent(process) == 0
     text = (tmp_path / f"{agent_id}.log").read_text()
     assert "another-cluster" in text and "stale" in text
@@ -129,12 +146,12 @@ async def test_a_checkpoint_of_another_cluster_is_stale_even_where_its_positions
 
 def exceeded(agent_id: str):
     return stamp(
-        "BudgetExceeded", producer="streams", agent_id=agent_id, window_start=0, window_end=60_000, used=99, budget=1
+        BudgetExceeded, producer="streams", agent_id=agent_id, window_start=0, window_end=60_000, used=99, budget=1
     )
 
 
 def restored(agent_id: str):
-    return stamp("BudgetRestored", producer="streams", agent_id=agent_id, window_start=60_000)
+    return stamp(BudgetRestored, producer="streams", agent_id=agent_id, window_start=60_000)
 
 
 async def test_a_budget_restored_while_the_agent_was_down_lets_it_work_after_a_restart(settings, agent_id, spawn):
@@ -144,12 +161,12 @@ async def test_a_budget_restored_while_the_agent_was_down_lets_it_work_after_a_r
         process = spawn()
         await registered(log, agent_id, 1)
         await publish_control(settings, exceeded(agent_id))
-        await log.wait_for(lambda: log.named("AgentHeartbeat", agent_id=agent_id, status="THROTTLED"))
+        await log.wait_for(lambda: log.named(AgentHeartbeat, agent_id=agent_id, status="THROTTLED"))
         assert stop_agent(process) == 0
         await publish_control(settings, restored(agent_id))
         await send_inbox(settings, slot, task)
         process = spawn()
-        await log.wait_for(lambda: closed(log, task.data["mission_id"]), timeout_s=60)
+        await log.wait_for(lambda: closed(log, task.mission_id), timeout_s=60)
         assert stop_agent(process) == 0
 
 
@@ -166,11 +183,11 @@ async def test_a_budget_exceeded_while_the_agent_was_down_throttles_it_from_its_
             shutil.rmtree(tmp_path / agent_id)
         process = spawn()
         await registered(log, agent_id, 2)
-        second = log.named("AgentRegistered", agent_id=agent_id)[1].event_id
-        await log.wait_for(lambda: log.named("AgentHeartbeat", registration_id=second))
+        second = log.named(AgentRegistered, agent_id=agent_id)[1].event_id
+        await log.wait_for(lambda: log.named(AgentHeartbeat, registration_id=second))
         assert stop_agent(process) == 0
-    first_beat = min(log.named("AgentHeartbeat", registration_id=second), key=lambda e: e.data["sequence"])
-    assert first_beat.data["status"] == "THROTTLED"
+    first_beat = min(log.named(AgentHeartbeat, registration_id=second), key=lambda e: e.sequence)
+    assert first_beat.status == "THROTTLED"
 
 
 async def test_a_step_retried_after_kill_9_counts_its_tokens_again(settings, agent_id, spawn, tmp_path):
@@ -188,33 +205,33 @@ async def test_a_step_retried_after_kill_9_counts_its_tokens_again(settings, age
         )
     )
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=3)
-    mission = task.data["mission_id"]
+    mission = task.mission_id
     async with Log(settings, *TOPICS) as log:
         process = spawn("--brain", "scripted", "--model", str(model))
         await registered(log, agent_id, 1)
         await send_inbox(settings, slot, task)
-        await log.wait_for(lambda: log.named("TaskStepTaken", mission_id=mission))
+        await log.wait_for(lambda: log.named(TaskStepTaken, mission_id=mission))
         process.send_signal(signal.SIGKILL)  # during the second step's 2.5 s generation
         process.wait(10)
         killed_before_completion = not closed(log, mission)
         process = spawn("--brain", "scripted", "--model", str(model))
         await log.wait_for(lambda: closed(log, mission), timeout_s=60)
         assert stop_agent(process) == 0
-    used = log.named("TokensUsed", mission_id=mission)
+    used = log.named(TokensUsed, mission_id=mission)
     assert killed_before_completion and len(used) == 3  # step 1, then steps 1 and 2 again
-    assert len({e.data["generation_id"] for e in used}) == 3 and len({e.event_id for e in used}) == 3
+    assert len({e.generation_id for e in used}) == 3 and len({e.event_id for e in used}) == 3
     assert len(closed(log, mission)) == 1
 
 
 def dead_letters(log: Log, agent_id: str, topic: str) -> list:
-    return [e for e in log.named("DeadLetterRecorded", origin_topic=topic) if e.data["consumer"] == f"agent:{agent_id}"]
+    return [e for e in log.named(DeadLetterRecorded, origin_topic=topic) if e.consumer == f"agent:{agent_id}"]
 
 
 async def test_inbox_records_the_agent_cannot_use_are_dead_lettered_once_even_when_read_again(
     settings, agent_id, spawn, tmp_path
 ):
     slot = slot_of(settings, agent_id)
-    stray = stamp("GroundTruthUpdated", producer="operator", document_id="x", version=1, content="not a command")
+    stray = stamp(GroundTruthUpdated, producer="operator", document_id="x", version=1, content="not a command")
     task = task_assigned(agent_id, slot, "Say ok.", max_steps=1)
     async with Log(settings, *TOPICS) as log:
         process = spawn()
@@ -222,17 +239,17 @@ async def test_inbox_records_the_agent_cannot_use_are_dead_lettered_once_even_wh
         await send_inbox(settings, slot, raw=b"not an avro record", key=agent_id)
         await send_inbox(settings, slot, raw=encode(stray), key=agent_id)  # past the producer's catalog check
         await send_inbox(settings, slot, task)
-        await log.wait_for(lambda: closed(log, task.data["mission_id"]))
+        await log.wait_for(lambda: closed(log, task.mission_id))
         assert stop_agent(process) == 0
         shutil.rmtree(tmp_path / agent_id)  # the rebuilt agent reads its inbox from the start again
         second = task_assigned(agent_id, slot, "Say ok again.", max_steps=1)
         await send_inbox(settings, slot, second)
         process = spawn()
-        await log.wait_for(lambda: closed(log, second.data["mission_id"]))
+        await log.wait_for(lambda: closed(log, second.mission_id))
         assert stop_agent(process) == 0
     letters = dead_letters(log, agent_id, "swarm.agents.inbox")
-    assert {e.data["payload"] for e in letters} >= {b"not an avro record"}
-    assert any("GroundTruthUpdated" in e.data["reason"] for e in letters)
+    assert {e.payload for e in letters} >= {b"not an avro record"}
+    assert any("GroundTruthUpdated" in e.reason for e in letters)
     assert len({e.event_id for e in letters}) == 2  # read twice, written as the same two dead letters
 
 
@@ -241,13 +258,13 @@ async def test_control_records_the_agent_cannot_use_are_skipped_and_it_still_obe
     async with Log(settings, *TOPICS) as log:
         process = spawn()
         await registered(log, agent_id, 1)
-        stray = stamp("GroundTruthUpdated", producer="operator", document_id="x", version=1, content="not control")
+        stray = stamp(GroundTruthUpdated, producer="operator", document_id="x", version=1, content="not control")
         await publish_control(settings, raw=b"garbage", key=agent_id)
         await publish_control(settings, raw=encode(stray), key=agent_id)
         await publish_control(settings, raw=b"someone else's garbage", key="agent-somebody-else")
-        await publish_control(settings, stamp("DrainRequested", producer="operator", target=agent_id, reason="test"))
+        await publish_control(settings, stamp(DrainRequested, producer="operator", target=agent_id, reason="test"))
         assert process.wait(60) == 0  # drained
-        await log.wait_for(lambda: log.named("AgentDeregistered", agent_id=agent_id))
+        await log.wait_for(lambda: log.named(AgentDeregistered, agent_id=agent_id))
     assert dead_letters(log, agent_id, "swarm.control") == []
 
 
@@ -274,13 +291,13 @@ async def test_a_model_error_while_voting_does_not_wedge_the_agent(settings, age
     import asyncio
     import dataclasses
 
-    from swarmlog.actors.shell import Agent, AgentConfig
+    from swarmlog.actors.shell.agent import Agent, AgentConfig
 
     slot = slot_of(settings, agent_id)
     config = AgentConfig(agent_id, (), "scripted", None, None, "test-node", "region-0", slot, tmp_path)
     agent = Agent(config, dataclasses.replace(settings, redis_url=None), VoteFails())
     ballot = stamp(
-        "VoteRequested",
+        VoteRequested,
         producer="coordinator:region-0",
         mission_id="m-vote",
         ballot_id=f"b-{agent_id}",
@@ -296,8 +313,8 @@ async def test_a_model_error_while_voting_does_not_wedge_the_agent(settings, age
             await registered(log, agent_id, 1)
             await send_inbox(settings, slot, ballot, key=agent_id)
             await send_inbox(settings, slot, task)
-            await log.wait_for(lambda: closed(log, task.data["mission_id"]), timeout_s=30)
+            await log.wait_for(lambda: closed(log, task.mission_id), timeout_s=30)
         finally:
             agent.stop()
             await asyncio.wait_for(running, 30)
-    assert not log.named("VoteCast", voter_agent_id=agent_id)  # it abstained
+    assert not log.named(VoteCast, voter_agent_id=agent_id)  # it abstained

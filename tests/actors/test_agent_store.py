@@ -9,8 +9,8 @@ from aiokafka import TopicPartition
 from rocksdict import Rdict
 
 from swarmlog.actors.domain import AgentState
-from swarmlog.actors.recovery import Bounds, stale
-from swarmlog.actors.store import KEY, AgentStore, Checkpoint
+from swarmlog.actors.shell.recovery import Bounds, stale
+from swarmlog.actors.shell.store import KEY, AgentStore, Checkpoint
 
 
 def test_a_checkpoint_survives_reopening(tmp_path):

@@ -12,6 +12,7 @@ from swarmlog.actors.peers import MAX_TARGETS, evolve_peers, resolve, targets
 from swarmlog.actors.steps import MAX_ASKS, Run, Usage, advance, question, reply, wait_ended
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentDeclaredDead, from_fields
 
 ORDER = Order("cmd-1", "m1", "t1", 0, 1, "Plan the release.", {}, max_steps=4)
 
@@ -28,7 +29,7 @@ def registered(agent_id: str, slot: int, region: str = "region-0", capabilities=
         "causation_id": None,
         "producer": f"agent:{agent_id}",
     }
-    return Event(
+    return from_fields(
         "AgentRegistered",
         envelope
         | {
@@ -48,8 +49,8 @@ def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
     run = Run(ORDER, ME, started_ms=1_000, peers=("agent-2",))
     events, waiting = advance(run, ask("agent-2"), Usage(10, 5, 1_500, "g1"))
     assert [e.name for e in events] == ["TokensUsed", "TaskStepTaken", "WaitStarted"]
-    started = events[-1].data
-    assert (started["wait_id"], started["waiter_agent_id"], started["waits_for_agent_id"]) == (
+    started = events[-1]
+    assert (started.wait_id, started.waiter_agent_id, started.waits_for_agent_id) == (
         "cmd-1/wait-1",
         ME,
         "agent-2",
@@ -62,13 +63,13 @@ def test_an_ask_starts_a_wait_on_the_peer_and_the_run_waits_for_its_answer():
 def test_the_question_names_the_wait_and_the_reply_slot_and_its_end_carries_the_answer_into_the_notes():
     _, waiting = advance(Run(ORDER, ME, 1_000, peers=("agent-2",)), ask("agent-2"), Usage(1, 1, 1_500, "g1"))
     asked = question(waiting, reply_slot=7, now_ms=1_600)
-    assert (asked.data["question_id"], asked.data["to_agent_id"], asked.data["reply_slot"]) == (
+    assert (asked.question_id, asked.to_agent_id, asked.reply_slot) == (
         "cmd-1/wait-1",
         "agent-2",
         7,
     )
     ended, going_on = wait_ended(waiting, "ANSWERED", "Tuesday", None, 2_000)
-    assert (ended.data["outcome"], ended.data["wait_id"]) == ("ANSWERED", "cmd-1/wait-1")
+    assert (ended.outcome, ended.wait_id) == ("ANSWERED", "cmd-1/wait-1")
     assert going_on.waiting is None and going_on.notes[-1] == "agent-2 answered: Tuesday"
     encode(asked), encode(ended)
 
@@ -103,13 +104,13 @@ def test_a_question_to_this_agent_is_answered_once_by_the_model_and_others_are_i
         '{"action":"answer","content":"Tuesday","confidence":1}',
         Usage(3, 2, 2_000, "g1"),
     )
-    assert (answered.data["answer"], answered.data["to_agent_id"], answered.event_id) == (
+    assert (answered.answer, answered.to_agent_id, answered.event_id) == (
         "Tuesday",
         "agent-2",
         "q-1/answer",
     )
     _, refused = reply(decision.effects[0].question, ME, "no json", Usage(3, 2, 2_000, "g1"))
-    assert refused.data["answer"] is None and refused.data["error"].startswith("malformed")
+    assert refused.answer is None and refused.error.startswith("malformed")
     encode(used), encode(answered)
 
 
@@ -126,5 +127,14 @@ def test_the_directory_offers_the_latest_registered_peers_of_the_region_and_reso
     assert resolve(peers, ME, "region-0", "agent-2") == ("agent-2", 40)
     assert resolve(peers, ME, "region-0", "review") == ("agent-2", 40)  # the first of those able, by id
     assert resolve(peers, ME, "region-0", ME) is None
-    gone = evolve_peers(peers, Event("AgentDeclaredDead", {**registered("agent-2", 40).data, "reason": "silent"}))
+    death = AgentDeclaredDead(
+        event_id="death",
+        occurred_at=2_000,
+        producer="streams",
+        agent_id="agent-2",
+        registration_id="reg-agent-2",
+        last_heartbeat_at=1_000,
+        timeout_ms=5_000,
+    )
+    gone = evolve_peers(peers, death)
     assert "agent-2" not in gone

@@ -19,12 +19,13 @@ from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.memory.embeddings import MiniLM
 from swarmlog.actors.memory.index import VectorIndex
 from swarmlog.actors.memory.semantic import SemanticMemory
-from swarmlog.actors.shell import Agent, AgentConfig
+from swarmlog.actors.shell.agent import Agent, AgentConfig
 from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.replay.memory import EXPERIENCES as EXPERIENCES_TOPIC
 from swarmlog.replay.memory import rebuild_memory
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentRegistered, ExperienceRecorded, TaskCompleted, from_fields
 
 # Distinct topics; each query must bring back its own experience first.
 EXPERIENCES = {
@@ -63,7 +64,7 @@ def recorded(
 ) -> Event:
     """An ExperienceRecorded of `content` with its real embedding."""
     experience_id = experience_id or uuid.uuid4().hex
-    return Event(
+    return from_fields(
         "ExperienceRecorded",
         {
             "event_id": experience_id,
@@ -140,13 +141,13 @@ async def test_an_experience_expires_on_redis_at_its_own_time_and_leaves_recall(
     content = f"the deploy window closes at midnight {uuid.uuid4().hex}"
     # Recorded 3598.5 s ago with a one-hour TTL: it has 1.5 s left, on Redis and in the index alike.
     experience = recorded(model, content, at_ms=now_ms() - 3_598_500)
-    key = f"experience:{experience.data['experience_id']}"
+    key = f"experience:{experience.experience_id}"
     store = redis.Redis.from_url(redis_url)
     async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
         memory.remember(experience)
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
         await eventually_async(lambda: asyncio.to_thread(store.exists, key))
-        assert store.pexpiretime(key) == experience.data["occurred_at"] + 3_600_000
+        assert store.pexpiretime(key) == experience.occurred_at + 3_600_000
         await eventually_async(lambda: asyncio.to_thread(lambda: not store.exists(key)))
         assert content not in [hit.content for hit in await memory.recall(content, k=3)]
 
@@ -157,7 +158,7 @@ async def test_an_already_expired_experience_is_neither_indexed_nor_written(mode
         memory.remember(experience)
         assert "stale news" not in [hit.content for hit in await memory.recall("stale news", k=3)]
         await memory.flush()
-    assert redis.Redis.from_url(redis_url).get(f"experience:{experience.data['experience_id']}") is None
+    assert redis.Redis.from_url(redis_url).get(f"experience:{experience.experience_id}") is None
 
 
 async def test_writes_of_one_interval_reach_redis_in_one_pipeline(model, redis_url, monkeypatch):
@@ -175,16 +176,14 @@ async def test_writes_of_one_interval_reach_redis_in_one_pipeline(model, redis_u
         for experience in experiences:
             memory.remember(experience)
         await eventually_async(
-            lambda: asyncio.to_thread(
-                lambda: all(store.exists(f"experience:{e.data['experience_id']}") for e in experiences)
-            )
+            lambda: asyncio.to_thread(lambda: all(store.exists(f"experience:{e.experience_id}") for e in experiences))
         )
     assert batches == [5]
 
 
 async def test_nothing_is_written_before_the_interval_ends_and_stopping_flushes(model, redis_url):
     experience = recorded(model, f"flushed on stop {uuid.uuid4().hex}")
-    key = f"experience:{experience.data['experience_id']}"
+    key = f"experience:{experience.experience_id}"
     store = redis.Redis.from_url(redis_url)
     async with SemanticMemory(redis_url, flush_ms=3_600_000, model=model) as memory:
         memory.remember(experience)
@@ -214,14 +213,14 @@ async def test_a_wiped_bus_is_rebuilt_from_the_log_and_recalled_again(model, set
     alive, expired = recorded(model, content), recorded(model, "long gone", ttl_s=1, at_ms=now_ms() - 60_000)
     async with EventProducer(settings, client_id="test-memory") as producer:
         for experience in (alive, expired):
-            await producer.send(EXPERIENCES_TOPIC, experience, key=experience.data["agent_id"])
+            await producer.send(EXPERIENCES_TOPIC, experience, key=experience.agent_id)
     store = redis.Redis.from_url(settings.redis_url)
-    store.delete(*(f"experience:{e.data['experience_id']}" for e in (alive, expired)))
+    store.delete(*(f"experience:{e.experience_id}" for e in (alive, expired)))
 
     rebuilt = await rebuild_memory(settings, now_ms())
 
     assert rebuilt.written >= 1 and rebuilt.expired >= 1 and not rebuilt.problems
-    assert store.get(f"experience:{expired.data['experience_id']}") is None
+    assert store.get(f"experience:{expired.experience_id}") is None
     async with SemanticMemory(settings.redis_url, model=model) as memory:
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
 
@@ -267,18 +266,18 @@ async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next
     running = asyncio.create_task(agent.run())
     try:
         async with Log(settings, "swarm.memory.experiences", "swarm.tasks.events", "swarm.agents.registry") as log:
-            await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id))
+            await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id))
             await send_inbox(settings, slot, task_assigned(agent_id, slot, "where is the build cache?", task_id="t1"))
-            await log.wait_for(lambda: log.named("TaskCompleted", agent_id=agent_id, task_id="t1"))
-            (recorded_event,) = log.named("ExperienceRecorded", agent_id=agent_id)
-            assert recorded_event.data["content"] == fact and len(recorded_event.data["embedding"]) == 384
+            await log.wait_for(lambda: log.named(TaskCompleted, agent_id=agent_id, task_id="t1"))
+            (recorded_event,) = log.named(ExperienceRecorded, agent_id=agent_id)
+            assert recorded_event.content == fact and len(recorded_event.embedding) == 384
             store = redis.Redis.from_url(settings.redis_url)
-            key = f"experience:{recorded_event.data['experience_id']}"
+            key = f"experience:{recorded_event.experience_id}"
             await eventually_async(lambda: asyncio.to_thread(store.get, key))
             await send_inbox(
                 settings, slot, task_assigned(agent_id, slot, "which node has the build cache?", task_id="t2")
             )
-            await log.wait_for(lambda: log.named("TaskCompleted", agent_id=agent_id, task_id="t2"))
+            await log.wait_for(lambda: log.named(TaskCompleted, agent_id=agent_id, task_id="t2"))
         assert f"Recalled memories:\n- {fact}" in brain.prompts[-1]
     finally:
         agent.stop()

@@ -6,20 +6,21 @@ import asyncio
 import uuid
 
 import pytest
-from agent_harness import Log, send_inbox, start_agent, stop_agent, task_assigned
+from agent_harness import Log, addressee, send_inbox, start_agent, stop_agent, task_assigned
 
 from swarmlog.actors.groundtruth import GroundTruth, evolve_ground_truth
 from swarmlog.actors.prompts import task_prompt
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentRegistered, GroundTruthUpdated, ResyncRequested, TaskStarted
 from swarmlog.settings import Settings
 
 TOPICS = ("swarm.tasks.events", "swarm.agents.registry")
 
 
 def updated(document_id: str, version: int, content: str = "the release is on Tuesday") -> Event:
-    return stamp("GroundTruthUpdated", producer="operator", document_id=document_id, version=version, content=content)
+    return stamp(GroundTruthUpdated, producer="operator", document_id=document_id, version=version, content=content)
 
 
 def test_only_a_newer_version_of_the_agent_s_own_document_replaces_what_it_holds():
@@ -35,15 +36,17 @@ async def publish(settings: Settings, *events: Event) -> None:
     """An operator publishes ground truth or asks agents to re-sync."""
     async with EventProducer(settings, client_id="test-operator") as producer:
         for event in events:
-            topic = "swarm.groundtruth" if event.name == "GroundTruthUpdated" else "swarm.control"
-            await producer.send(topic, event, key=event.data.get("document_id", event.data.get("target")))
+            if isinstance(event, GroundTruthUpdated):
+                await producer.send("swarm.groundtruth", event, key=event.document_id)
+            else:
+                await producer.send("swarm.control", event, key=addressee(event))
 
 
 async def versions_started(settings: Settings, log: Log, agent_id: str, slot: int, count: int) -> list[int | None]:
     """Assign the agent one more task; the ground-truth versions of its TaskStarted events once there are `count`."""
     await send_inbox(settings, slot, task_assigned(agent_id, slot, "Say ok.", max_steps=1))
-    await log.wait_for(lambda: len(log.named("TaskStarted", agent_id=agent_id)) >= count, timeout_s=30)
-    return [e.data["ground_truth_version"] for e in log.named("TaskStarted", agent_id=agent_id)]
+    await log.wait_for(lambda: len(log.named(TaskStarted, agent_id=agent_id)) >= count, timeout_s=30)
+    return [e.ground_truth_version for e in log.named(TaskStarted, agent_id=agent_id)]
 
 
 @pytest.mark.parametrize("resync_s", [600, 1])
@@ -64,12 +67,12 @@ async def test_a_task_started_after_a_resync_works_from_the_new_version(settings
             str(resync_s),
         )
         try:
-            await log.wait_for(lambda: log.named("AgentRegistered", agent_id=agent_id), timeout_s=60)
+            await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
             assert await versions_started(settings, log, agent_id, slot, 1) == [1]  # read before registering
             await publish(settings, updated(document, 2))
             if resync_s > 60:  # no period soon: only a ResyncRequested brings version 2
                 await publish(
-                    settings, stamp("ResyncRequested", producer="operator", target=agent_id, ground_truth_version=2)
+                    settings, stamp(ResyncRequested, producer="operator", target=agent_id, ground_truth_version=2)
                 )
             found = [1]
             for _ in range(20):  # a task every 0.5 s until one starts on version 2 (at most 10 s)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import msgspec
 from fastavro.validation import validate
 
 from swarmlog.schemas.events import Event
@@ -22,5 +23,5 @@ def _schema(name: str) -> Any:
 
 
 def assert_conforms(event: Event) -> None:
-    """Fail unless the event's data is a valid record of its schema."""
-    validate(dict(event.data), _schema(event.name), raise_errors=True)
+    """Fail unless the event's fields are a valid record of its schema."""
+    validate(msgspec.to_builtins(event, builtin_types=(bytes,)), _schema(event.name), raise_errors=True)

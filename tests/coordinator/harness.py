@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from swarmlog.coordinator import Config, Decision, Receive, State, Tick, decide, evolve, initial
-from swarmlog.coordinator.draft import from_millis
+from swarmlog.schemas import records
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentRegistered,
+    MissionSubmitted,
+    TaskAssigned,
+    TaskCompleted,
+    TaskFailed,
+    TaskStarted,
+    VoteCast,
+    VoteRequested,
+)
+
+E = TypeVar("E", bound=Event)
 
 T0 = 1_750_000_000_000
 
@@ -24,9 +36,34 @@ def task(task_id: str, *capabilities: str, depends_on: Sequence[str] = (), repli
     }
 
 
-def named(events: Sequence[Event], name: str) -> list[Event]:
-    """The events of one kind."""
-    return [event for event in events if event.name == name]
+def named(events: Sequence[Event], kind: type[E]) -> list[E]:
+    """The events of one class."""
+    return [event for event in events if isinstance(event, kind)]
+
+
+def make(kind: type[E], **fields: Any) -> E:
+    """An event of `kind` from plain values, with a test envelope unless `fields` give one."""
+    envelope = {
+        "event_id": "test-event",
+        "occurred_at": T0,
+        "correlation_id": fields.get("mission_id"),
+        "causation_id": None,
+        "producer": "test",
+    }
+    event = records.from_fields(kind.name, envelope | fields)
+    assert isinstance(event, kind)
+    return event
+
+
+def attempt_of(assigned: TaskAssigned) -> dict[str, Any]:
+    """The fields naming an assignment's attempt, as the agent's reports about it carry them."""
+    return {
+        "mission_id": assigned.mission_id,
+        "task_id": assigned.task_id,
+        "replica": assigned.replica,
+        "attempt": assigned.attempt,
+        "agent_id": assigned.agent_id,
+    }
 
 
 class Swarm:
@@ -39,24 +76,14 @@ class Swarm:
         self.now_ms = T0
         self._sequence = 0
 
-    def input(self, name: str, **fields: Any) -> Event:
+    def input(self, kind: type[Event], **fields: Any) -> Event:
         """An input event as another process would write it."""
         self._sequence += 1
-        return Event(
-            name,
-            {
-                "event_id": f"in-{self._sequence}",
-                "occurred_at": from_millis(self.now_ms),
-                "correlation_id": fields.get("mission_id"),
-                "causation_id": None,
-                "producer": "test",
-                **fields,
-            },
-        )
+        return make(kind, event_id=f"in-{self._sequence}", occurred_at=self.now_ms, **fields)
 
-    def send(self, name: str, **fields: Any) -> list[Event]:
+    def send(self, kind: type[Event], **fields: Any) -> list[Event]:
         """Decide on a fresh input event and fold what it emits."""
-        return self.apply(Receive(self.input(name, **fields), self.now_ms))
+        return self.apply(Receive(self.input(kind, **fields), self.now_ms))
 
     def tick(self, elapsed_ms: int = 0, inputs_since_ms: int = 0) -> list[Event]:
         """Let time pass and decide a tick (the inputs read without a gap since `inputs_since_ms`)."""
@@ -76,7 +103,7 @@ class Swarm:
     def register(self, agent_id: str, *capabilities: str, region: str | None = None) -> list[Event]:
         """An agent comes up with these capabilities (in this region unless told)."""
         return self.send(
-            "AgentRegistered",
+            AgentRegistered,
             agent_id=agent_id,
             capabilities=list(capabilities),
             model="smollm2",
@@ -90,7 +117,7 @@ class Swarm:
     def submit(self, mission_id: str, tasks: Sequence[dict[str, Any]] = (), **fields: Any) -> list[Event]:
         """A client submits a mission."""
         return self.send(
-            "MissionSubmitted",
+            MissionSubmitted,
             mission_id=mission_id,
             title=mission_id,
             tasks=list(tasks),
@@ -98,37 +125,27 @@ class Swarm:
             **fields,
         )
 
-    def running(self) -> list[Event]:
+    def running(self) -> list[TaskAssigned]:
         """The TaskAssigned of every attempt still running, oldest first."""
         live = {agent.task for agent in self.state.agents.values() if agent.task}
         latest = {}
-        for event in named(self.journal, "TaskAssigned"):
-            key = (event.data["mission_id"], event.data["task_id"], event.data["replica"])
-            latest[key] = event
+        for event in named(self.journal, TaskAssigned):
+            latest[event.mission_id, event.task_id, event.replica] = event
         return [
             event
             for key, event in latest.items()
-            if key in live and self.state.missions[key[0]].replica(key[1], key[2]).attempt == event.data["attempt"]
+            if key in live and self.state.missions[key[0]].replica(key[1], key[2]).attempt == event.attempt
         ]
 
-    def started(self, assigned: Event) -> list[Event]:
+    def started(self, assigned: TaskAssigned) -> list[Event]:
         """The agent of an assignment says it started it."""
-        return self.send(
-            "TaskStarted",
-            **{key: assigned.data[key] for key in ("mission_id", "task_id", "replica", "attempt", "agent_id")},
-            ground_truth_version=None,
-        )
+        return self.send(TaskStarted, **attempt_of(assigned), ground_truth_version=None)
 
-    def complete(self, assigned: Event, output: str, tokens: int = 10) -> list[Event]:
+    def complete(self, assigned: TaskAssigned, output: str, tokens: int = 10) -> list[Event]:
         """The agent of an assignment answers it."""
-        data = assigned.data
         return self.send(
-            "TaskCompleted",
-            mission_id=data["mission_id"],
-            task_id=data["task_id"],
-            replica=data["replica"],
-            attempt=data["attempt"],
-            agent_id=data["agent_id"],
+            TaskCompleted,
+            **attempt_of(assigned),
             output=output,
             confidence=1.0,
             steps=1,
@@ -137,16 +154,11 @@ class Swarm:
             latency_ms=5,
         )
 
-    def fail(self, assigned: Event, failure: str = "MALFORMED_OUTPUT", tokens: int = 0) -> list[Event]:
+    def fail(self, assigned: TaskAssigned, failure: str = "MALFORMED_OUTPUT", tokens: int = 0) -> list[Event]:
         """The agent of an assignment gives up on it, having spent tokens."""
-        data = assigned.data
         return self.send(
-            "TaskFailed",
-            mission_id=data["mission_id"],
-            task_id=data["task_id"],
-            replica=data["replica"],
-            attempt=data["attempt"],
-            agent_id=data["agent_id"],
+            TaskFailed,
+            **attempt_of(assigned),
             failure=failure,
             detail="bad json",
             raw_output="{",
@@ -156,14 +168,13 @@ class Swarm:
             latency_ms=5,
         )
 
-    def vote(self, request: Event, candidate_id: str, confidence: float = 1.0) -> list[Event]:
+    def vote(self, request: VoteRequested, candidate_id: str, confidence: float = 1.0) -> list[Event]:
         """A voter answers its VoteRequested."""
-        data = request.data
         return self.send(
-            "VoteCast",
-            mission_id=data["mission_id"],
-            ballot_id=data["ballot_id"],
-            voter_agent_id=data["voter_agent_id"],
+            VoteCast,
+            mission_id=request.mission_id,
+            ballot_id=request.ballot_id,
+            voter_agent_id=request.voter_agent_id,
             candidate_id=candidate_id,
             confidence=confidence,
             reason=None,

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
 from aiokafka import TopicPartition
 
 from swarmlog.coordinator.shell.recovery import JOURNAL
@@ -19,7 +20,21 @@ from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import decode_record
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentRegistered,
+    ConsensusSpec,
+    MissionSubmitted,
+    TaskAssigned,
+    TaskCompleted,
+    TaskResultRecorded,
+    TaskSpec,
+    TaskStarted,
+    VoteCast,
+    VoteRequested,
+)
 from swarmlog.settings import Settings
+
+from .harness import E, attempt_of, named
 
 INBOX = "swarm.agents.inbox"
 Attempt = tuple[str, str, int, int]
@@ -51,7 +66,7 @@ class ScriptedAgent:
                 await producer.send(
                     "swarm.agents.registry",
                     self._event(
-                        "AgentRegistered",
+                        AgentRegistered,
                         agent_id=self.agent_id,
                         capabilities=self.capabilities,
                         model="scripted",
@@ -76,48 +91,56 @@ class ScriptedAgent:
 
     async def _handle(self, producer: EventProducer, event: Event) -> None:
         """Act on one inbox message addressed to this agent."""
-        data = event.data
-        if event.name == "TaskAssigned" and data["agent_id"] == self.agent_id:
-            attempt: Attempt = (data["mission_id"], data["task_id"], data["replica"], data["attempt"])
-            if attempt in self.runs:
-                self.duplicates += 1
-                return
-            self.runs[attempt] += 1
-            about = {key: data[key] for key in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
-            await producer.send("swarm.tasks.events", self._event("TaskStarted", **about), key=data["mission_id"])
-            await asyncio.sleep(self.latency_s)
-            output = f"{data['task_id']} by {self.agent_id}" if data["replica"] else f"{data['task_id']} done"
-            await producer.send(
-                "swarm.tasks.events",
-                self._event(
-                    "TaskCompleted",
-                    **about,
-                    output=output,
-                    steps=1,
-                    prompt_tokens=3,
-                    completion_tokens=2,
-                    latency_ms=int(self.latency_s * 1000),
-                ),
-                key=data["mission_id"],
-            )
-        elif event.name == "VoteRequested" and data["voter_agent_id"] == self.agent_id:
-            await producer.send(
-                "swarm.consensus.votes",
-                self._event(
-                    "VoteCast",
-                    mission_id=data["mission_id"],
-                    ballot_id=data["ballot_id"],
-                    voter_agent_id=self.agent_id,
-                    candidate_id=data["candidates"][0]["candidate_id"],
-                    confidence=1.0,
-                    reason=None,
-                ),
-                key=data["mission_id"],
-            )
+        match event:
+            case TaskAssigned(agent_id=self.agent_id):
+                await self._run(producer, event)
+            case VoteRequested(voter_agent_id=self.agent_id):
+                await self._vote(producer, event)
 
-    def _event(self, name: str, **fields: Any) -> Event:
+    async def _run(self, producer: EventProducer, assigned: TaskAssigned) -> None:
+        """Start and complete an attempt, unless it already ran here."""
+        attempt: Attempt = (assigned.mission_id, assigned.task_id, assigned.replica, assigned.attempt)
+        if attempt in self.runs:
+            self.duplicates += 1
+            return
+        self.runs[attempt] += 1
+        about = attempt_of(assigned)
+        await producer.send("swarm.tasks.events", self._event(TaskStarted, **about), key=assigned.mission_id)
+        await asyncio.sleep(self.latency_s)
+        output = f"{assigned.task_id} by {self.agent_id}" if assigned.replica else f"{assigned.task_id} done"
+        await producer.send(
+            "swarm.tasks.events",
+            self._event(
+                TaskCompleted,
+                **about,
+                output=output,
+                steps=1,
+                prompt_tokens=3,
+                completion_tokens=2,
+                latency_ms=int(self.latency_s * 1000),
+            ),
+            key=assigned.mission_id,
+        )
+
+    async def _vote(self, producer: EventProducer, request: VoteRequested) -> None:
+        """Vote for the first candidate."""
+        await producer.send(
+            "swarm.consensus.votes",
+            self._event(
+                VoteCast,
+                mission_id=request.mission_id,
+                ballot_id=request.ballot_id,
+                voter_agent_id=self.agent_id,
+                candidate_id=request.candidates[0].candidate_id,
+                confidence=1.0,
+                reason=None,
+            ),
+            key=request.mission_id,
+        )
+
+    def _event(self, kind: type[E], **fields: Any) -> E:
         """An event stamped by this agent."""
-        return stamp(name, producer=f"agent:{self.agent_id}", correlation_id=fields.get("mission_id"), **fields)
+        return stamp(kind, producer=f"agent:{self.agent_id}", correlation_id=fields.get("mission_id"), **fields)
 
 
 @contextlib.asynccontextmanager
@@ -162,14 +185,14 @@ async def submit(settings: Settings, mission_id: str, region: str, tasks: list[d
         await producer.send(
             "swarm.missions",
             stamp(
-                "MissionSubmitted",
+                MissionSubmitted,
                 producer="test",
                 correlation_id=mission_id,
                 mission_id=mission_id,
                 title=mission_id,
                 region=region,
-                tasks=tasks,
-                consensus={"strategy": "MAJORITY", "window_ms": 30_000, "quorum": 0.5},
+                tasks=[msgspec.convert(spec, TaskSpec) for spec in tasks],
+                consensus=ConsensusSpec("MAJORITY", 30_000, 0.5),
                 submitted_by="test",
             ),
             key=mission_id,
@@ -187,7 +210,7 @@ async def journal(settings: Settings, region: str, mission_id: str) -> list[Even
         events = [event async for r in records_to_end(consumer, tp) if (event := _decoded(r)) is not None]
     finally:
         await consumer.stop()
-    return [event for event in events if event.data.get("mission_id") == mission_id]
+    return [event for event in events if event.correlation_id == mission_id]
 
 
 def _decoded(record: Any) -> Event | None:
@@ -198,17 +221,12 @@ def _decoded(record: Any) -> Event | None:
         return None
 
 
-def named(events: list[Event], name: str) -> list[Event]:
-    """The events of one kind."""
-    return [event for event in events if event.name == name]
-
-
-def attempts(events: list[Event], name: str) -> collections.Counter[Attempt]:
+def attempts(events: list[Event], kind: type[TaskAssigned | TaskResultRecorded]) -> collections.Counter[Attempt]:
     """How often each (mission, task, replica, attempt) appears in events of one kind (non-stale results only)."""
     return collections.Counter(
-        (e.data["mission_id"], e.data["task_id"], e.data["replica"], e.data["attempt"])
-        for e in named(events, name)
-        if not e.data.get("stale")
+        (e.mission_id, e.task_id, e.replica, e.attempt)
+        for e in named(events, kind)
+        if not (isinstance(e, TaskResultRecorded) and e.stale)
     )
 
 

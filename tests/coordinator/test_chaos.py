@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from swarmlog.schemas.records import MissionCompleted, TaskResultRecorded
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -49,13 +50,13 @@ async def test_kill_9_three_times_at_random_during_a_200_task_mission_loses_and_
         finally:
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
-    assert named(events, "MissionCompleted")[0].data["tasks_completed"] == TASKS
+    assert named(events, MissionCompleted)[0].tasks_completed == TASKS
     assert_each_attempt_once(events, agents)
-    recorded = sorted(e.data["task_id"] for e in named(events, "TaskResultRecorded") if not e.data["stale"])
+    recorded = sorted(e.task_id for e in named(events, TaskResultRecorded) if not e.stale)
     assert recorded == sorted(f"t{i}" for i in range(TASKS)), "each task completed exactly once"
     assert sum(agent.duplicates for agent in agents) <= len(kills), "only the last decision before a kill is re-sent"
 
 
 async def _results_at_least(settings: Settings, mission_id: str, count: int) -> bool:
     """Whether the region's journal holds at least `count` results of the mission."""
-    return len(named(await journal(settings, REGION, mission_id), "TaskResultRecorded")) >= count
+    return len(named(await journal(settings, REGION, mission_id), TaskResultRecorded)) >= count

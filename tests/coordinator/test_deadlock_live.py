@@ -18,6 +18,7 @@ import pytest
 
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.records import AgentRegistered, DeadlockBroken, DeadlockDetected, MissionCompleted, WaitEnded
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -80,7 +81,7 @@ async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordin
                         "90",
                     )
                 )
-            await log.wait_for(lambda: all(log.named("AgentRegistered", agent_id=a) for a in ring), timeout_s=60)
+            await log.wait_for(lambda: all(log.named(AgentRegistered, agent_id=a) for a in ring), timeout_s=60)
             async with CoordinatorService(settings, REGION, data_dir=tmp_path / "coordinator"):
                 await submit(settings, mission_id, REGION, [task(f"t-{a}", a) for a in ring])
                 events = await eventually(lambda: completed(settings, REGION, mission_id), timeout_s=90)
@@ -91,19 +92,17 @@ async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordin
             if worker.process is not None:
                 worker.stop()
 
-    [detected] = [e for e in log.named("DeadlockDetected") if set(e.data["cycle"]) == set(ring)]
-    cycle = list(detected.data["cycle"])
+    [detected] = [e for e in log.named(DeadlockDetected) if set(e.cycle) == set(ring)]
+    cycle = list(detected.cycle)
     assert cycle[cycle.index(ring[0]) :] + cycle[: cycle.index(ring[0])] == ring, "a waits for b, b for c, c for a"
-    [broken] = named(events, "DeadlockBroken")
-    assert broken.data["wait_id"] in detected.data["wait_ids"]
-    outcomes = {e.data["waiter_agent_id"]: e.data["outcome"] for e in ended(log, ring)}
-    assert outcomes == {
-        agent_id: "ABORTED" if agent_id == broken.data["waiter_agent_id"] else "ANSWERED" for agent_id in ring
-    }
-    [done] = named(events, "MissionCompleted")
-    assert done.data["success"] and done.data["tasks_completed"] == len(ring)
+    [broken] = named(events, DeadlockBroken)
+    assert broken.wait_id in detected.wait_ids
+    outcomes = {e.waiter_agent_id: e.outcome for e in ended(log, ring)}
+    assert outcomes == {agent_id: "ABORTED" if agent_id == broken.waiter_agent_id else "ANSWERED" for agent_id in ring}
+    [done] = named(events, MissionCompleted)
+    assert done.success and done.tasks_completed == len(ring)
 
 
 def ended(log: Log, ring: list[str]) -> list:
     """The WaitEnded events of the ring's agents."""
-    return [e for e in log.named("WaitEnded") if e.data["waiter_agent_id"] in ring]
+    return [e for e in log.named(WaitEnded) if e.waiter_agent_id in ring]

@@ -1,21 +1,31 @@
-"""evolve is total: unknown kinds and events about unknown missions or agents change nothing."""
+"""evolve is total: kinds it does not journal and events about unknown missions or agents change nothing."""
 
 from swarmlog.coordinator import INITIAL, evolve
-from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentDelisted, PeerAnswered, TaskAssigned, VoteRecorded
 
-from .harness import Swarm, task
+from .harness import Swarm, make, task
 
 
-def test_unknown_kinds_and_unknown_subjects_change_nothing():
+def test_other_kinds_and_unknown_subjects_change_nothing():
     swarm = Swarm()
     swarm.register("a", "code")
     swarm.submit("m", [task("t", "code")])
     state = swarm.state
     for event in [
-        Event("SomethingNew", {}),
-        Event("TaskAssigned", {"mission_id": "other"}),
-        Event("AgentDelisted", {"agent_id": "nobody", "reason": "?"}),
-        Event("PeerAnswered", {}),
+        make(PeerAnswered, question_id="q", from_agent_id="a", to_agent_id="b", answer="42"),
+        make(
+            TaskAssigned,
+            mission_id="other",
+            task_id="t",
+            replica=0,
+            attempt=1,
+            agent_id="a",
+            slot=0,
+            score=1.0,
+            prompt="p",
+        ),
+        make(AgentDelisted, agent_id="nobody", reason="?"),
     ]:
         assert evolve(state, event) is state
-    assert evolve(INITIAL, Event("VoteRecorded", {"mission_id": "m"})) is INITIAL
+    vote = make(VoteRecorded, mission_id="m", ballot_id="m/ballot", voter_agent_id="a", candidate_id="t/0")
+    assert evolve(INITIAL, vote) is INITIAL

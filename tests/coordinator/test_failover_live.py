@@ -16,12 +16,20 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentEnlisted,
+    MissionCompleted,
+    TaskAssigned,
+    TaskReassigned,
+    TaskResultRecorded,
+    TaskStarted,
+)
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -36,11 +44,6 @@ pytestmark = pytest.mark.slow
 REGION, TASKS, AGENTS, FIRST_SLOT = "region-0", 6, 3, 40
 LIVENESS_TIMEOUT_MS, HEARTBEAT_S = 2000, 0.25
 BRAIN = {"median_ms": 1500, "sigma": 0.15}  # ~1.2-1.9 s a task
-
-
-def millis(value: int | datetime) -> int:
-    """An event's occurred_at in epoch milliseconds, however the codec gave it."""
-    return value if isinstance(value, int) else int(value.timestamp() * 1000)
 
 
 async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_completes(
@@ -96,17 +99,17 @@ async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_comp
                     str(HEARTBEAT_S),
                 )
             await asyncio.to_thread(worker.start)
-            await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=60)
+            await log.wait_for(lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=60)
             await submit(settings, mission_id, REGION, [task(f"t{i}", capability) for i in range(TASKS)])
 
-            await log.wait_for(lambda: log.named("TaskStarted", mission_id=mission_id), timeout_s=30)
-            held = log.named("TaskStarted", mission_id=mission_id)[0].data
-            victim = held["agent_id"]
+            await log.wait_for(lambda: log.named(TaskStarted, mission_id=mission_id), timeout_s=30)
+            held = log.named(TaskStarted, mission_id=mission_id)[0]
+            victim = held.agent_id
             processes.pop(victim).send_signal(signal.SIGKILL)
             killed_ms = time.time_ns() // 1_000_000
 
             events = await eventually(lambda: completed(settings, REGION, mission_id), timeout_s=60)
-            await log.wait_for(lambda: log.named("AgentDeclaredDead", agent_id=victim), timeout_s=10)
+            await log.wait_for(lambda: log.named(AgentDeclaredDead, agent_id=victim), timeout_s=10)
         finally:
             for process in processes.values():
                 process.send_signal(signal.SIGTERM)
@@ -115,28 +118,22 @@ async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_comp
             if worker.process is not None:
                 worker.stop()
 
-    [done] = named(events, "MissionCompleted")
-    assert (done.data["success"], done.data["tasks_completed"]) == (True, TASKS)
-    [death] = log.named("AgentDeclaredDead", agent_id=victim)
-    [moved] = [e for e in named(events, "TaskReassigned") if e.data["task_id"] == held["task_id"]]
-    assert (moved.data["attempt"], moved.data["from_agent_id"]) == (held["attempt"], victim)
-    [next_try] = [
-        e
-        for e in named(events, "TaskAssigned")
-        if e.data["task_id"] == held["task_id"] and e.data["attempt"] == held["attempt"] + 1
-    ]
-    assert next_try.data["agent_id"] != victim
-    results = [e for e in named(events, "TaskResultRecorded") if not e.data["stale"]]
-    assert sorted((e.data["task_id"], e.data["replica"]) for e in results) == [(f"t{i}", 0) for i in range(TASKS)]
-    assert all(
-        e.data["succeeded"] and e.data["agent_id"] != victim for e in results if e.data["task_id"] == held["task_id"]
-    )
-    last_attempt = {(e.data["task_id"], e.data["replica"]): e.data["attempt"] for e in results}
-    for stale in [e for e in named(events, "TaskResultRecorded") if e.data["stale"]]:
-        assert stale.data["attempt"] < last_attempt[stale.data["task_id"], stale.data["replica"]]
-    detected, reassigned, assigned = (millis(e.data["occurred_at"]) - killed_ms for e in (death, moved, next_try))
+    [done] = named(events, MissionCompleted)
+    assert (done.success, done.tasks_completed) == (True, TASKS)
+    [death] = log.named(AgentDeclaredDead, agent_id=victim)
+    [moved] = [e for e in named(events, TaskReassigned) if e.task_id == held.task_id]
+    assert (moved.attempt, moved.from_agent_id) == (held.attempt, victim)
+    [next_try] = [e for e in named(events, TaskAssigned) if e.task_id == held.task_id and e.attempt == held.attempt + 1]
+    assert next_try.agent_id != victim
+    results = [e for e in named(events, TaskResultRecorded) if not e.stale]
+    assert sorted((e.task_id, e.replica) for e in results) == [(f"t{i}", 0) for i in range(TASKS)]
+    assert all(e.succeeded and e.agent_id != victim for e in results if e.task_id == held.task_id)
+    last_attempt = {(e.task_id, e.replica): e.attempt for e in results}
+    for stale in [e for e in named(events, TaskResultRecorded) if e.stale]:
+        assert stale.attempt < last_attempt[stale.task_id, stale.replica]
+    detected, reassigned, assigned = (e.occurred_at - killed_ms for e in (death, moved, next_try))
     print(
         f"\nfailover on {settings.broker}: kill -9 → AgentDeclaredDead {detected} ms → TaskReassigned "
-        f"{reassigned} ms → TaskAssigned attempt {held['attempt'] + 1} {assigned} ms "
+        f"{reassigned} ms → TaskAssigned attempt {held.attempt + 1} {assigned} ms "
         f"(liveness timeout {LIVENESS_TIMEOUT_MS} ms, heartbeat {HEARTBEAT_S * 1000:.0f} ms)"
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarmlog.coordinator.draft import from_millis
-from swarmlog.coordinator.journal import SKIPPED, Folded, Unreadable, skip_of
+from swarmlog.coordinator.journal import Folded, Unreadable, skip_of
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import JournalRecordsSkipped
 
-from .harness import T0, Swarm, task
+from .harness import T0, Swarm, make, task
 
 
 def decisions() -> list[Event]:
@@ -21,23 +21,19 @@ def decisions() -> list[Event]:
     return swarm.journal
 
 
-def repair(*offsets: int, reason: str = "garbage from a test", operator: str = "ops") -> Event:
+def repair(*offsets: int, reason: str = "garbage from a test", operator: str = "ops") -> JournalRecordsSkipped:
     """The JournalRecordsSkipped `swarmlog coordinator repair` writes."""
-    return Event(
-        SKIPPED,
-        {
-            "event_id": f"repair-{offsets}",
-            "occurred_at": from_millis(T0 + 60_000),
-            "correlation_id": None,
-            "causation_id": None,
-            "producer": f"operator:{operator}",
-            "region": "eu",
-            "partition": 0,
-            "offsets": list(offsets),
-            "errors": ["bad magic"] * len(offsets),
-            "reason": reason,
-            "operator": operator,
-        },
+    return make(
+        JournalRecordsSkipped,
+        event_id=f"repair-{offsets}",
+        occurred_at=T0 + 60_000,
+        producer=f"operator:{operator}",
+        region="eu",
+        partition=0,
+        offsets=list(offsets),
+        errors=["bad magic"] * len(offsets),
+        reason=reason,
+        operator=operator,
     )
 
 
@@ -74,7 +70,7 @@ def test_a_repair_is_not_a_decision_the_last_decision_s_messages_are_still_re_se
     journal = decisions()
     before = fold(["bad magic", *journal])
     after = before.fold(repair(0), len(journal) + 1)
-    assert after.last == before.last and after.last[-1].name == journal[-1].name
+    assert after.last == before.last and after.last[-1] == journal[-1]
 
 
 def test_a_repair_never_skips_a_record_that_decodes():
@@ -106,7 +102,7 @@ def test_the_repair_event_round_trips_through_the_codec():
     codec = default_codec()
     event = repair(3, 7)
     decoded = codec.decode(codec.encode(event))
-    assert decoded.name == SKIPPED and list(decoded.data["offsets"]) == [3, 7] and decoded.data["operator"] == "ops"
+    assert decoded == event and decoded.offsets == [3, 7] and decoded.operator == "ops"
 
 
 @given(st.lists(st.booleans(), max_size=30), st.data())

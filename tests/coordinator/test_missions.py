@@ -2,6 +2,23 @@
 
 import json
 
+from swarmlog.schemas.records import (
+    BudgetExceeded,
+    BudgetRestored,
+    ConsensusReached,
+    ConsensusTimedOut,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    PhaseStarted,
+    PlanAdopted,
+    TaskAssigned,
+    TaskCancelled,
+    TaskQueued,
+    VoteRecorded,
+    VoteRequested,
+)
+
 from .conformance import assert_conforms
 from .harness import Swarm, named, task
 
@@ -32,7 +49,7 @@ def crew(swarm: Swarm) -> None:
 
 def answer(swarm: Swarm, task_id: str, *outputs: str) -> list:
     """The running replicas of a task answer, in replica order; returns the events of the last answer."""
-    running = sorted((a for a in swarm.running() if a.data["task_id"] == task_id), key=lambda a: a.data["replica"])
+    running = sorted((a for a in swarm.running() if a.task_id == task_id), key=lambda a: a.replica)
     assert len(running) == len(outputs)
     return [event for assigned, out in zip(running, outputs, strict=False) for event in swarm.complete(assigned, out)]
 
@@ -42,35 +59,35 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
     crew(swarm)
     swarm.submit("m", PIPELINE, final_action=FINAL)
     answer(swarm, "generate", "code v1")
-    reviews = [a for a in swarm.running() if a.data["task_id"] == "review"]
-    assert {a.data["agent_id"] for a in reviews} == {"r1", "r2"}
-    assert all(a.data["inputs"] == {"generate": "code v1"} for a in reviews)
+    reviews = [a for a in swarm.running() if a.task_id == "review"]
+    assert {a.agent_id for a in reviews} == {"r1", "r2"}
+    assert all(a.inputs == {"generate": "code v1"} for a in reviews)
     answer(swarm, "review", "lgtm", "nit")
     [test] = swarm.running()
-    assert test.data["inputs"] == {"review": "lgtm"}
+    assert test.inputs == {"review": "lgtm"}
     answer(swarm, "test", "green")
     swarm.now_ms += 1000
     events = answer(swarm, "deploy", "deployed", "deployed", "rolled back")
-    assert [e.data["phase"] for e in named(events, "PhaseStarted")] == ["CONSENSUS"]
-    requests = named(events, "VoteRequested")
-    assert [r.data["voter_agent_id"] for r in requests] == ["g1", "r1", "r2", "t1", "d1", "d2", "d3"]
-    assert [c["candidate_id"] for c in requests[0].data["candidates"]] == ["deploy/0", "deploy/2"]
+    assert [e.phase for e in named(events, PhaseStarted)] == ["CONSENSUS"]
+    requests = named(events, VoteRequested)
+    assert [r.voter_agent_id for r in requests] == ["g1", "r1", "r2", "t1", "d1", "d2", "d3"]
+    assert [c.candidate_id for c in requests[0].candidates] == ["deploy/0", "deploy/2"]
 
     swarm.now_ms += 500
     for request in requests[:3]:
         [recorded] = swarm.vote(request, "deploy/0")
-        assert (recorded.name, recorded.data["voter_agent_id"]) == ("VoteRecorded", request.data["voter_agent_id"])
+        assert isinstance(recorded, VoteRecorded) and recorded.voter_agent_id == request.voter_agent_id
     reached = swarm.vote(requests[3], "deploy/0")
-    [consensus] = named(reached, "ConsensusReached")
-    assert (consensus.data["output"], consensus.data["votes"], consensus.data["voters"]) == ("deployed", 4, 7)
-    assert consensus.data["consensus_ms"] == 500
-    [final] = named(reached, "TaskAssigned")
-    assert (final.data["kind"], final.data["agent_id"], final.data["inputs"]) == (
+    [consensus] = named(reached, ConsensusReached)
+    assert (consensus.output, consensus.votes, consensus.voters) == ("deployed", 4, 7)
+    assert consensus.consensus_ms == 500
+    [final] = named(reached, TaskAssigned)
+    assert (final.kind, final.agent_id, final.inputs) == (
         "FINAL",
         "boss",
         {"consensus": "deployed"},
     )
-    [done] = named(swarm.complete(final, "shipped", tokens=4), "MissionCompleted")
+    [done] = named(swarm.complete(final, "shipped", tokens=4), MissionCompleted)
     expected = {
         "success": True,
         "outputs": ["shipped"],
@@ -81,7 +98,7 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
         "consensus_ms": 500,
         "tokens_used": 74,
     }
-    assert {key: done.data[key] for key in expected} == expected
+    assert {key: getattr(done, key) for key in expected} == expected
     assert swarm.vote(requests[4], "deploy/2") == []
     for event in swarm.journal:
         assert_conforms(event)
@@ -93,9 +110,9 @@ def test_a_single_candidate_is_consensus_at_once_and_no_final_action_completes_a
     crew(swarm)
     swarm.submit("m", [task("generate", "code", replicas=2)])
     events = answer(swarm, "generate", "same", "same")
-    assert named(events, "VoteRequested") == []
-    assert named(events, "ConsensusReached")[0].data["support"] == 1.0
-    assert named(events, "MissionCompleted")[0].data["outputs"] == ["same"]
+    assert named(events, VoteRequested) == []
+    assert named(events, ConsensusReached)[0].support == 1.0
+    assert named(events, MissionCompleted)[0].outputs == ["same"]
 
 
 def test_consensus_times_out_with_the_leader_or_the_first_candidate():
@@ -107,12 +124,12 @@ def test_consensus_times_out_with_the_leader_or_the_first_candidate():
             [task("generate", "code", replicas=2)],
             consensus={"strategy": "MAJORITY", "window_ms": 1000, "quorum": 1.0},
         )
-        requests = named(answer(swarm, "generate", "a", "b"), "VoteRequested")
+        requests = named(answer(swarm, "generate", "a", "b"), VoteRequested)
         for request, candidate in zip(requests, votes, strict=False):
             swarm.vote(request, candidate)
         assert swarm.tick(999) == []
-        timed_out = named(swarm.tick(1), "ConsensusTimedOut")[0].data
-        assert (timed_out["candidate_id"], timed_out["output"], timed_out["votes"]) == (*expected, len(votes))
+        timed_out = named(swarm.tick(1), ConsensusTimedOut)[0]
+        assert (timed_out.candidate_id, timed_out.output, timed_out.votes) == (*expected, len(votes))
         assert swarm.state.missions["m"].phase == "COMPLETED"
 
 
@@ -125,11 +142,11 @@ def test_confidence_weighted_votes_follow_confidence():
         [task("t", "code", replicas=3)],
         consensus={"strategy": "CONFIDENCE_WEIGHTED", "window_ms": 1000, "quorum": 1.0},
     )
-    requests = named(answer(swarm, "t", "x", "y", "y"), "VoteRequested")
+    requests = named(answer(swarm, "t", "x", "y", "y"), VoteRequested)
     swarm.vote(requests[0], "t/0", confidence=0.9)
     swarm.vote(requests[1], "t/1", confidence=0.2)
-    reached = named(swarm.vote(requests[2], "t/1", confidence=0.3), "ConsensusReached")[0].data
-    assert (reached["candidate_id"], round(reached["support"], 2)) == ("t/0", 0.64)
+    reached = named(swarm.vote(requests[2], "t/1", confidence=0.3), ConsensusReached)[0]
+    assert (reached.candidate_id, round(reached.support, 2)) == ("t/0", 0.64)
 
 
 def test_a_planning_task_s_answer_becomes_the_task_list():
@@ -137,19 +154,19 @@ def test_a_planning_task_s_answer_becomes_the_task_list():
     crew(swarm)
     swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": ["code"]})
     [planner] = swarm.running()
-    assert (planner.data["kind"], planner.data["task_id"]) == ("PLAN", "@plan")
+    assert (planner.kind, planner.task_id) == ("PLAN", "@plan")
     plan = [
         {"task_id": "a", "prompt": "A", "required_capabilities": ["test"], "depends_on": []},
         {"task_id": "b", "prompt": "B", "required_capabilities": ["review"], "depends_on": ["a"]},
     ]
     events = swarm.complete(planner, json.dumps(plan))
-    [adopted] = named(events, "PlanAdopted")
-    assert [(t["task_id"], t["depends_on"]) for t in adopted.data["tasks"]] == [("a", []), ("b", ["a"])]
+    [adopted] = named(events, PlanAdopted)
+    assert [(t.task_id, t.depends_on) for t in adopted.tasks] == [("a", []), ("b", ["a"])]
     assert_conforms(adopted)
-    assert [e.data["phase"] for e in named(events, "PhaseStarted")] == ["WORK"]
-    assert [(e.data["task_id"], e.data["agent_id"]) for e in named(events, "TaskAssigned")] == [("a", "t1")]
+    assert [e.phase for e in named(events, PhaseStarted)] == ["WORK"]
+    assert [(e.task_id, e.agent_id) for e in named(events, TaskAssigned)] == [("a", "t1")]
     answer(swarm, "a", "done a")
-    assert named(answer(swarm, "b", "done b"), "MissionCompleted")[0].data["outputs"] == ["done b"]
+    assert named(answer(swarm, "b", "done b"), MissionCompleted)[0].outputs == ["done b"]
     assert swarm.replay() == swarm.state
 
 
@@ -158,15 +175,15 @@ def test_an_invalid_plan_fails_the_mission_with_the_reason():
     crew(swarm)
     swarm.submit("m", planning={"prompt": "plan it", "required_capabilities": []})
     [failed] = named(
-        swarm.complete(swarm.running()[0], '[{"task_id": "a", "prompt": "p", "depends_on": ["a"]}]'), "MissionFailed"
+        swarm.complete(swarm.running()[0], '[{"task_id": "a", "prompt": "p", "depends_on": ["a"]}]'), MissionFailed
     )
-    assert failed.data["reason"].startswith("invalid plan: dependency cycle")
+    assert failed.reason.startswith("invalid plan: dependency cycle")
 
 
 def test_an_invalid_mission_is_rejected_once():
     swarm = Swarm()
     [rejected] = swarm.submit("m", [task("a", depends_on=["b"])])
-    assert (rejected.name, "unknown tasks" in rejected.data["reason"]) == ("MissionRejected", True)
+    assert isinstance(rejected, MissionRejected) and "unknown tasks" in rejected.reason
     assert swarm.submit("m", [task("a")]) == []
 
 
@@ -178,12 +195,12 @@ def test_a_failed_attempt_retries_on_another_agent_and_fails_the_mission_after_m
     agents = []
     for attempt in (1, 2, 3):
         [running] = swarm.running()
-        assert running.data["attempt"] == attempt and running.data["agent_id"] not in agents
-        agents.append(running.data["agent_id"])
+        assert running.attempt == attempt and running.agent_id not in agents
+        agents.append(running.agent_id)
         events = swarm.fail(running, tokens=7)
-    [failed] = named(events, "MissionFailed")
-    assert (failed.data["tasks_failed"], failed.data["malformed_count"], failed.data["tokens_used"]) == (3, 3, 21)
-    assert "failed on every replica" in failed.data["reason"]
+    [failed] = named(events, MissionFailed)
+    assert (failed.tasks_failed, failed.malformed_count, failed.tokens_used) == (3, 3, 21)
+    assert "failed on every replica" in failed.reason
 
 
 def test_a_replicated_task_succeeds_when_one_replica_does():
@@ -191,32 +208,32 @@ def test_a_replicated_task_succeeds_when_one_replica_does():
     for agent_id in ("a", "b", "c", "d", "e"):
         swarm.register(agent_id, "code")
     swarm.submit("m", [task("t", "code", replicas=2)])
-    first = next(a for a in swarm.running() if a.data["replica"] == 0)
+    first = next(a for a in swarm.running() if a.replica == 0)
     swarm.complete(first, "ok")
     for _ in range(3):
-        events = swarm.fail(next(a for a in swarm.running() if a.data["replica"] == 1), "MODEL_ERROR")
-    assert named(events, "MissionCompleted")[0].data["outputs"] == ["ok"]
+        events = swarm.fail(next(a for a in swarm.running() if a.replica == 1), "MODEL_ERROR")
+    assert named(events, MissionCompleted)[0].outputs == ["ok"]
 
 
 def test_the_queue_drains_fifo_when_an_agent_registers():
     swarm = Swarm()
     swarm.submit("m1", [task("a", "gpu")])
     swarm.submit("m2", [task("b", "gpu")])
-    assert [e.data["attempt"] for e in named(swarm.journal, "TaskQueued")] == [1, 1]
-    [assigned] = named(swarm.register("x", "gpu"), "TaskAssigned")
-    assert (assigned.data["mission_id"], assigned.data["attempt"]) == ("m1", 1)
-    [assigned] = named(swarm.complete(assigned, "done"), "TaskAssigned")
-    assert (assigned.data["mission_id"], assigned.data["agent_id"]) == ("m2", "x")
+    assert [e.attempt for e in named(swarm.journal, TaskQueued)] == [1, 1]
+    [assigned] = named(swarm.register("x", "gpu"), TaskAssigned)
+    assert (assigned.mission_id, assigned.attempt) == ("m1", 1)
+    [assigned] = named(swarm.complete(assigned, "done"), TaskAssigned)
+    assert (assigned.mission_id, assigned.agent_id) == ("m2", "x")
     assert swarm.state.queue == ()
 
 
 def test_a_throttled_agent_gets_nothing_until_its_budget_is_restored():
     swarm = Swarm()
     swarm.register("x", "code")
-    swarm.send("BudgetExceeded", agent_id="x", window_start=0, window_end=60_000, used=11, budget=10)
-    assert named(swarm.submit("m", [task("a", "code")]), "TaskQueued")
-    [assigned] = named(swarm.send("BudgetRestored", agent_id="x", window_start=60_000), "TaskAssigned")
-    assert assigned.data["agent_id"] == "x"
+    swarm.send(BudgetExceeded, agent_id="x", window_start=0, window_end=60_000, used=11, budget=10)
+    assert named(swarm.submit("m", [task("a", "code")]), TaskQueued)
+    [assigned] = named(swarm.send(BudgetRestored, agent_id="x", window_start=60_000), TaskAssigned)
+    assert assigned.agent_id == "x"
 
 
 def test_a_mission_past_its_deadline_fails_and_frees_its_agents():
@@ -225,8 +242,8 @@ def test_a_mission_past_its_deadline_fails_and_frees_its_agents():
     swarm.submit("m", [task("a", "code")], deadline_ms=5000)
     assert swarm.tick(4999) == []
     events = swarm.tick(1)
-    assert [e.name for e in events] == ["TaskCancelled", "MissionFailed"]
-    assert events[1].data["reason"].startswith("deadline passed")
+    assert [type(e) for e in events] == [TaskCancelled, MissionFailed]
+    assert events[1].reason.startswith("deadline passed")
     assert swarm.state.agents["x"].task is None
     assert swarm.tick(1) == []
 
@@ -236,5 +253,5 @@ def test_a_mission_over_its_token_budget_fails():
     swarm.register("x", "code")
     swarm.register("y", "code")
     swarm.submit("m", [task("a", "code"), task("b", "code", depends_on=["a"])], token_budget=100)
-    [failed] = named(swarm.complete(swarm.running()[0], "out", tokens=101), "MissionFailed")
-    assert (failed.data["reason"], failed.data["tokens_used"]) == ("token budget exceeded: used 101 of 100", 101)
+    [failed] = named(swarm.complete(swarm.running()[0], "out", tokens=101), MissionFailed)
+    assert (failed.reason, failed.tokens_used) == ("token budget exceeded: used 101 of 100", 101)

@@ -10,11 +10,27 @@ from hypothesis import strategies as st
 
 from swarmlog.coordinator import Decision, Receive, Tick, decide, evolve
 from swarmlog.coordinator.state import QUEUED, RUNNING, State
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDeregistered,
+    AgentRegistered,
+    BudgetExceeded,
+    BudgetRestored,
+    DeadlockDetected,
+    MissionSubmitted,
+    TaskAssigned,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    VoteCast,
+    VoteRequested,
+)
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
 from .conformance import assert_conforms
-from .harness import Swarm, named, task
+from .harness import Swarm, attempt_of, named, task
 
 CAPABILITIES = ["code", "review", "test", "decision_making"]
 AGENTS = [f"a{i}" for i in range(6)]
@@ -26,7 +42,7 @@ def register(swarm: Swarm, data: st.DataObject) -> Receive:
     capabilities = data.draw(st.lists(st.sampled_from(CAPABILITIES), min_size=1, unique=True))
     return _receive(
         swarm,
-        "AgentRegistered",
+        AgentRegistered,
         agent_id=data.draw(st.sampled_from(AGENTS)),
         capabilities=capabilities,
         model="m",
@@ -42,16 +58,22 @@ def lose(swarm: Swarm, data: st.DataObject) -> Receive:
     agent_id = data.draw(st.sampled_from(AGENTS))
     if data.draw(st.booleans()):
         return _receive(
-            swarm, "AgentDeclaredDead", agent_id=agent_id, last_heartbeat_at=0, timeout_ms=5000, in_flight_task=None
+            swarm,
+            AgentDeclaredDead,
+            agent_id=agent_id,
+            registration_id="r",
+            last_heartbeat_at=0,
+            timeout_ms=5000,
+            in_flight_task=None,
         )
-    return _receive(swarm, "AgentDeregistered", agent_id=agent_id, reason="bye")
+    return _receive(swarm, AgentDeregistered, agent_id=agent_id, reason="bye")
 
 
 def budget(swarm: Swarm, data: st.DataObject) -> Receive:
     agent_id = data.draw(st.sampled_from(AGENTS))
     if data.draw(st.booleans()):
-        return _receive(swarm, "BudgetExceeded", agent_id=agent_id, window_start=0, window_end=1, used=2, budget=1)
-    return _receive(swarm, "BudgetRestored", agent_id=agent_id, window_start=1)
+        return _receive(swarm, BudgetExceeded, agent_id=agent_id, window_start=0, window_end=1, used=2, budget=1)
+    return _receive(swarm, BudgetRestored, agent_id=agent_id, window_start=1)
 
 
 def _dag(data: st.DataObject) -> list[dict]:
@@ -73,7 +95,7 @@ def submit(swarm: Swarm, data: st.DataObject) -> Receive:
     planned = data.draw(st.booleans())
     return _receive(
         swarm,
-        "MissionSubmitted",
+        MissionSubmitted,
         mission_id=f"m{data.draw(st.integers(0, 5))}",
         title="t",
         region=data.draw(st.sampled_from([None, "eu", "us"])),
@@ -93,16 +115,16 @@ def submit(swarm: Swarm, data: st.DataObject) -> Receive:
 
 def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
     """A result for a running attempt, or (sometimes) a late one for any attempt ever assigned."""
-    pool = swarm.running() if data.draw(st.integers(0, 4)) else named(swarm.journal, "TaskAssigned")
+    pool = swarm.running() if data.draw(st.integers(0, 4)) else named(swarm.journal, TaskAssigned)
     if not pool:
         return None
-    assigned = data.draw(st.sampled_from(pool)).data
-    about = {k: assigned[k] for k in ("mission_id", "task_id", "replica", "attempt", "agent_id")}
+    assigned = data.draw(st.sampled_from(pool))
+    about = attempt_of(assigned)
     action = data.draw(st.sampled_from(["complete", "complete", "fail", "release"]))
     if action == "fail":
         return _receive(
             swarm,
-            "TaskFailed",
+            TaskFailed,
             **about,
             failure="MALFORMED_OUTPUT",
             detail="",
@@ -113,13 +135,13 @@ def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
             latency_ms=1,
         )
     if action == "release":
-        return _receive(swarm, "TaskReleased", **about, reason="drain")
+        return _receive(swarm, TaskReleased, **about, reason="drain")
     output = data.draw(st.sampled_from(OUTPUTS))
-    if assigned["kind"] == "PLAN":
+    if assigned.kind == "PLAN":
         output = data.draw(st.sampled_from([json.dumps(_dag(data)), "not a plan"]))
     return _receive(
         swarm,
-        "TaskCompleted",
+        TaskCompleted,
         **about,
         output=output,
         confidence=1.0,
@@ -133,19 +155,19 @@ def answer(swarm: Swarm, data: st.DataObject) -> Receive | None:
 def vote(swarm: Swarm, data: st.DataObject) -> Receive | None:
     requests = [
         r
-        for r in named(swarm.journal, "VoteRequested")
-        if swarm.state.missions[r.data["mission_id"]].decision is None or not data.draw(st.integers(0, 5))
+        for r in named(swarm.journal, VoteRequested)
+        if swarm.state.missions[r.mission_id].decision is None or not data.draw(st.integers(0, 5))
     ]
     if not requests:
         return None
-    request = data.draw(st.sampled_from(requests)).data
-    candidate = data.draw(st.sampled_from(request["candidates"]))["candidate_id"]
+    request = data.draw(st.sampled_from(requests))
+    candidate = data.draw(st.sampled_from(request.candidates)).candidate_id
     return _receive(
         swarm,
-        "VoteCast",
-        mission_id=request["mission_id"],
-        ballot_id=request["ballot_id"],
-        voter_agent_id=request["voter_agent_id"],
+        VoteCast,
+        mission_id=request.mission_id,
+        ballot_id=request.ballot_id,
+        voter_agent_id=request.voter_agent_id,
         candidate_id=candidate,
         confidence=data.draw(st.floats(0, 1)),
         reason=None,
@@ -161,15 +183,15 @@ def deadlock(swarm: Swarm, data: st.DataObject) -> Receive:
     cycle = data.draw(st.lists(st.sampled_from(AGENTS), min_size=2, max_size=3, unique=True))
     return _receive(
         swarm,
-        "DeadlockDetected",
+        DeadlockDetected,
         cycle=cycle,
         wait_ids=[f"w-{agent}-{data.draw(st.integers(0, 2))}" for agent in cycle],
         waits_started_at=[data.draw(st.integers(0, 3)) for _ in cycle],
     )
 
 
-def _receive(swarm: Swarm, name: str, **fields) -> Receive:
-    return Receive(swarm.input(name, **fields), swarm.now_ms)
+def _receive(swarm: Swarm, kind: type[Event], **fields) -> Receive:
+    return Receive(swarm.input(kind, **fields), swarm.now_ms)
 
 
 ACTIONS = [register] * 2 + [lose, budget] + [submit] * 2 + [answer] * 8 + [vote] * 4 + [tick] * 3 + [deadlock]
@@ -208,10 +230,10 @@ def test_random_swarms_keep_the_invariants(data):
         for event in decision.events:
             assert_conforms(event)
             assert event.name in JOURNAL, f"{event.name} is not a journal event"
-            if event.name == "TaskAssigned":
-                agent = state.agents[event.data["agent_id"]]
+            if isinstance(event, TaskAssigned):
+                agent = state.agents[event.agent_id]
                 assert agent.alive and not agent.busy and not agent.throttled and agent.region == "eu"
-                key = tuple(event.data[k] for k in ("mission_id", "task_id", "replica", "attempt"))
+                key = (event.mission_id, event.task_id, event.replica, event.attempt)
                 assert key not in assigned
                 assigned.add(key)
             state = evolve(state, event)

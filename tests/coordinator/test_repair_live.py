@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 
 from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.coordinator.shell.repair import repair
+from swarmlog.schemas.records import MissionCompleted
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -119,8 +120,8 @@ async def test_garbage_in_the_journal_stops_the_region_until_an_audited_repair_t
             finally:
                 process.send_signal(signal.SIGTERM)
                 assert await asyncio.to_thread(process.wait, 30) == 0
-        [end] = named(events, "MissionCompleted")
-        assert end.data["success"] and end.data["tasks_completed"] == 2
+        [end] = named(events, MissionCompleted)
+        assert end.success and end.tasks_completed == 2
     finally:
         if not repaired:  # leave the region usable for the rest of the session
             await repair(settings, REGION, [bad], "cleanup after a failed test", "tests")

@@ -2,6 +2,7 @@
 
 from swarmlog.coordinator.state import RETAIN_ENDED_MS
 from swarmlog.replay.components import COMPONENTS
+from swarmlog.schemas.records import MissionCompleted, MissionRetired, TaskAssigned
 
 from .conformance import assert_conforms
 from .harness import Swarm, named, task
@@ -9,9 +10,9 @@ from .harness import Swarm, named, task
 
 def _completed(swarm: Swarm, mission_id: str) -> None:
     """A one-task mission run to its end."""
-    [assigned] = named(swarm.submit(mission_id, [task("t", "code")]), "TaskAssigned")
+    [assigned] = named(swarm.submit(mission_id, [task("t", "code")]), TaskAssigned)
     swarm.started(assigned)
-    assert named(swarm.complete(assigned, "done"), "MissionCompleted")
+    assert named(swarm.complete(assigned, "done"), MissionCompleted)
 
 
 def test_an_ended_mission_is_retired_after_the_retention_and_a_resubmission_stays_a_duplicate():
@@ -21,7 +22,7 @@ def test_an_ended_mission_is_retired_after_the_retention_and_a_resubmission_stay
     assert swarm.tick(RETAIN_ENDED_MS - 1) == []
     [retired] = swarm.tick(1)
     assert_conforms(retired)
-    assert (retired.name, retired.data["mission_id"]) == ("MissionRetired", "m")
+    assert isinstance(retired, MissionRetired) and retired.mission_id == "m"
     assert "m" not in swarm.state.missions and "m" in swarm.state.retired
     assert swarm.submit("m", [task("t", "code")]) == []
     assert swarm.tick(10 * RETAIN_ENDED_MS) == []

@@ -19,6 +19,15 @@ from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.coordinator.shell.folded import Folded
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.records import (
+    AgentDeregistered,
+    AgentRegistered,
+    ConsensusReached,
+    MissionCompleted,
+    TaskAssigned,
+    TaskResultRecorded,
+    VoteRecorded,
+)
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -27,7 +36,7 @@ from .live import ScriptedAgent, attempts, crew, eventually, journal, named, sub
 
 def assert_each_attempt_once(events: list, agents: list[ScriptedAgent]) -> None:
     """Every attempt was assigned and recorded once, and run once by exactly one agent."""
-    assigned, recorded = attempts(events, "TaskAssigned"), attempts(events, "TaskResultRecorded")
+    assigned, recorded = attempts(events, TaskAssigned), attempts(events, TaskResultRecorded)
     assert set(assigned.values()) == {1} and set(recorded.values()) == {1}
     runs = [attempt for agent in agents for attempt in agent.runs]
     assert sorted(runs) == sorted(assigned)
@@ -36,7 +45,7 @@ def assert_each_attempt_once(events: list, agents: list[ScriptedAgent]) -> None:
 async def completed(settings: Settings, region: str, mission_id: str) -> list | None:
     """The mission's journal events once it has completed."""
     events = await journal(settings, region, mission_id)
-    return events if named(events, "MissionCompleted") else None
+    return events if named(events, MissionCompleted) else None
 
 
 async def test_a_pipeline_completes_through_a_coordinator_restart(settings: Settings, tmp_path: Path):
@@ -55,16 +64,16 @@ async def test_a_pipeline_completes_through_a_coordinator_restart(settings: Sett
         async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as restarted:
             events = await eventually(lambda: completed(settings, "region-0", mission_id))
             assert restarted.folded.state.missions[mission_id].phase == "COMPLETED"
-    [done] = named(events, "MissionCompleted")
-    assert (done.data["success"], done.data["tasks_completed"], done.data["tokens_used"]) == (True, 4, 20)
-    assert len(named(events, "VoteRecorded")) >= 2 and len(named(events, "ConsensusReached")) == 1
+    [done] = named(events, MissionCompleted)
+    assert (done.success, done.tasks_completed, done.tokens_used) == (True, 4, 20)
+    assert len(named(events, VoteRecorded)) >= 2 and len(named(events, ConsensusReached)) == 1
     assert_each_attempt_once(events, agents)
 
 
 async def _recorded(settings: Settings, mission_id: str, task_id: str) -> bool:
     """Whether a result of the task is in region-0's journal."""
     events = await journal(settings, "region-0", mission_id)
-    return any(event.data["task_id"] == task_id for event in named(events, "TaskResultRecorded"))
+    return any(event.task_id == task_id for event in named(events, TaskResultRecorded))
 
 
 async def test_two_regions_run_their_own_missions_side_by_side(settings: Settings, tmp_path: Path):
@@ -77,7 +86,7 @@ async def test_two_regions_run_their_own_missions_side_by_side(settings: Setting
             await submit(settings, f"m-{capability}", region, [task("a", capability), task("b", capability)])
         for region in ("region-2", "region-3"):
             events = await eventually(lambda region=region: completed(settings, region, f"m-{region}-{suffix}"))
-            assert {e.data["agent_id"] for e in named(events, "TaskAssigned")} <= {
+            assert {e.agent_id for e in named(events, TaskAssigned)} <= {
                 f"{region}-{suffix}-0",
                 f"{region}-{suffix}-1",
             }
@@ -103,14 +112,14 @@ async def test_kill_9_three_times_during_a_50_task_mission_doubles_nothing(setti
         finally:
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) == 0
-    assert named(events, "MissionCompleted")[0].data["tasks_completed"] == 50
+    assert named(events, MissionCompleted)[0].tasks_completed == 50
     assert_each_attempt_once(events, agents)
     assert sum(agent.duplicates for agent in agents) <= 3, "only the last decision before a kill is re-sent"
 
 
 async def _results_at_least(settings: Settings, mission_id: str, count: int) -> bool:
     """Whether region-1's journal holds at least `count` results of the mission."""
-    return len(named(await journal(settings, "region-1", mission_id), "TaskResultRecorded")) >= count
+    return len(named(await journal(settings, "region-1", mission_id), TaskResultRecorded)) >= count
 
 
 async def _journal_something(settings: Settings, service: CoordinatorService) -> None:
@@ -120,7 +129,7 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
         await producer.send(
             "swarm.agents.registry",
             stamp(
-                "AgentRegistered",
+                AgentRegistered,
                 producer="test",
                 agent_id=agent_id,
                 capabilities=["nothing"],
@@ -135,7 +144,7 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
         )
         await producer.send(
             "swarm.agents.registry",
-            stamp("AgentDeregistered", producer="test", agent_id=agent_id, reason="a test passing by"),
+            stamp(AgentDeregistered, producer="test", agent_id=agent_id, reason="a test passing by"),
             key=agent_id,
         )
 

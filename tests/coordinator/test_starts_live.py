@@ -8,6 +8,17 @@ from pathlib import Path
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentEnlisted,
+    AgentRegistered,
+    MissionCompleted,
+    TaskAssigned,
+    TaskCancelled,
+    TaskReassigned,
+    TaskResultRecorded,
+    TaskStartRecorded,
+)
 from swarmlog.settings import Settings
 
 from .harness import task
@@ -24,7 +35,7 @@ async def test_a_task_its_agent_never_starts_is_cancelled_and_completed_by_anoth
             await producer.send(
                 "swarm.agents.registry",
                 stamp(
-                    "AgentRegistered",
+                    AgentRegistered,
                     producer=f"agent:{deaf}",
                     agent_id=deaf,
                     capabilities=[capability],
@@ -37,32 +48,32 @@ async def test_a_task_its_agent_never_starts_is_cancelled_and_completed_by_anoth
                 ),
                 key=deaf,
             )
-        await eventually(lambda: _journaled(settings, "AgentEnlisted", agent_id=deaf))
+        await eventually(lambda: _journaled(settings, AgentEnlisted, agent_id=deaf))
         await submit(settings, mission_id, "region-0", [task("t", capability)])
         [first] = await eventually(lambda: _assigned(settings, mission_id))
-        assert first.data["agent_id"] == deaf
+        assert first.agent_id == deaf
         async with crew(settings, "region-0", 1, capability, first_slot=41) as agents:
             events = await eventually(lambda: _completed(settings, mission_id))
-    [cancelled] = named(events, "TaskCancelled")
-    [reassigned] = named(events, "TaskReassigned")
-    assert (cancelled.data["agent_id"], reassigned.data["from_agent_id"]) == (deaf, deaf)
-    assert f"not started within {START_TIMEOUT_MS} ms" in reassigned.data["reason"]
-    assert reassigned.occurred_at_ms - first.occurred_at_ms >= START_TIMEOUT_MS
-    [recorded] = named(events, "TaskResultRecorded")
-    assert (recorded.data["agent_id"], recorded.data["attempt"]) == (agents[0].agent_id, 2)
-    assert [event.data["agent_id"] for event in named(events, "TaskStartRecorded")] == [agents[0].agent_id]
-    assert set(attempts(events, "TaskAssigned").values()) == {1}
+    [cancelled] = named(events, TaskCancelled)
+    [reassigned] = named(events, TaskReassigned)
+    assert (cancelled.agent_id, reassigned.from_agent_id) == (deaf, deaf)
+    assert f"not started within {START_TIMEOUT_MS} ms" in reassigned.reason
+    assert reassigned.occurred_at - first.occurred_at >= START_TIMEOUT_MS
+    [recorded] = named(events, TaskResultRecorded)
+    assert (recorded.agent_id, recorded.attempt) == (agents[0].agent_id, 2)
+    assert [event.agent_id for event in named(events, TaskStartRecorded)] == [agents[0].agent_id]
+    assert set(attempts(events, TaskAssigned).values()) == {1}
 
 
-async def _journaled(settings: Settings, name: str, **fields: object) -> bool:
+async def _journaled(settings: Settings, kind: type[Event], **fields: object) -> bool:
     events = await journal(settings, "region-0", None)  # type: ignore[arg-type]  # events of no mission
-    return any(event.name == name and all(event.data.get(k) == v for k, v in fields.items()) for event in events)
+    return any(isinstance(event, kind) and all(getattr(event, k) == v for k, v in fields.items()) for event in events)
 
 
 async def _assigned(settings: Settings, mission_id: str) -> list | None:
-    return named(await journal(settings, "region-0", mission_id), "TaskAssigned") or None
+    return named(await journal(settings, "region-0", mission_id), TaskAssigned) or None
 
 
 async def _completed(settings: Settings, mission_id: str) -> list | None:
     events = await journal(settings, "region-0", mission_id)
-    return events if named(events, "MissionCompleted") else None
+    return events if named(events, MissionCompleted) else None

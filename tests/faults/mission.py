@@ -20,6 +20,7 @@ from coordinator.live import eventually, journal, named, submit
 
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentEnlisted, MissionCompleted, TaskResultRecorded
 from swarmlog.settings import Settings
 
 sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
@@ -42,8 +43,8 @@ class Crew:
 
     def running(self, mission_id: str) -> bool:
         """Whether the mission has started and not completed, as the log collected so far shows."""
-        return bool(self.log.named("TaskResultRecorded", mission_id=mission_id)) and not self.log.named(
-            "MissionCompleted", mission_id=mission_id
+        return bool(self.log.named(TaskResultRecorded, mission_id=mission_id)) and not self.log.named(
+            MissionCompleted, mission_id=mission_id
         )
 
     def dead(self) -> dict[str, int]:
@@ -61,7 +62,7 @@ class Crew:
         mission_id = f"m-{uuid.uuid4().hex[:8]}"
         await submit(self.settings, mission_id, REGION, [task(f"t{i}", self.capability) for i in range(tasks)])
         await self.log.wait_for(
-            lambda: len(self.log.named("TaskResultRecorded", mission_id=mission_id)) >= after_results, timeout_s=120
+            lambda: len(self.log.named(TaskResultRecorded, mission_id=mission_id)) >= after_results, timeout_s=120
         )
         await fault(mission_id)
         return await eventually(lambda: _completed(self.settings, mission_id), timeout_s=timeout_s)
@@ -69,7 +70,7 @@ class Crew:
 
 async def _completed(settings: Settings, mission_id: str) -> list[Event] | None:
     events = await journal(settings, REGION, mission_id)
-    return events if named(events, "MissionCompleted") else None
+    return events if named(events, MissionCompleted) else None
 
 
 @contextlib.asynccontextmanager
@@ -136,7 +137,7 @@ async def crew(
                     str(heartbeat_s),
                 )
             await asyncio.to_thread(worker.start)
-            await log.wait_for(lambda: all(log.named("AgentEnlisted", agent_id=a) for a in agent_ids), timeout_s=90)
+            await log.wait_for(lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=90)
             yield Crew(settings, tmp_path, log, worker, processes, capability)
         finally:
             stop_swarm(processes.values(), worker)
@@ -145,10 +146,10 @@ async def crew(
 def results_once(events: list[Event], tasks: int) -> None:
     """Assert every task's result is journaled once: one non-stale TaskResultRecorded per (task, replica), and no
     (task, replica, attempt) recorded twice, stale or not."""
-    recorded = named(events, "TaskResultRecorded")
-    per_attempt = collections.Counter((e.data["task_id"], e.data["replica"], e.data["attempt"]) for e in recorded)
+    recorded = named(events, TaskResultRecorded)
+    per_attempt = collections.Counter((e.task_id, e.replica, e.attempt) for e in recorded)
     assert not [key for key, count in per_attempt.items() if count > 1], f"journaled twice: {per_attempt}"
-    current = sorted((e.data["task_id"], e.data["replica"]) for e in recorded if not e.data["stale"])
+    current = sorted((e.task_id, e.replica) for e in recorded if not e.stale)
     assert current == sorted((f"t{i}", 0) for i in range(tasks)), f"results: {current}"
-    [done] = named(events, "MissionCompleted")
-    assert (done.data["success"], done.data["tasks_completed"]) == (True, tasks)
+    [done] = named(events, MissionCompleted)
+    assert (done.success, done.tasks_completed) == (True, tasks)

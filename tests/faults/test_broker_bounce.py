@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from metrics_scrape import broker_waiting_seconds
 
+from swarmlog.schemas.records import AgentDeclaredDead
 from swarmlog.services import KafkaCluster, run_kafka_cluster
 from swarmlog.services.process import free_ports
 from swarmlog.settings import Settings
@@ -61,12 +62,12 @@ async def test_a_broker_outage_longer_than_the_liveness_timeout_kills_no_agent_a
         events = await running.run_mission(TASKS, bounce, after_results=3)
         assert not running.dead(), f"processes died during the outage: {running.dead()}; logs in {tmp_path}"
         await asyncio.sleep(7)  # more than a liveness timeout after the mission: a late false death would show now
-        deaths = running.log.named("AgentDeclaredDead")
+        deaths = running.log.named(AgentDeclaredDead)
         after = await asyncio.to_thread(broker_waiting_seconds, metrics_port)
     print(
         f"\nbroker outage {seen['outage']:.1f} s (the worker's gauge reached {seen['waiting']:.1f} s); "
         f"mission of {TASKS} tasks completed"
     )
-    assert not deaths, f"agents declared dead by a broker outage: {[d.data['agent_id'] for d in deaths]}"
+    assert not deaths, f"agents declared dead by a broker outage: {[d.agent_id for d in deaths]}"
     results_once(events, TASKS)
     assert seen["waiting"] > 0 and after == 0, "/metrics shows the wait for the broker, and its end"

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from swarmlog.cli import app
+from swarmlog.schemas.records import AgentDeclaredDead
 from swarmlog.services import KafkaCluster, KafkaNode, run_kafka_cluster
 from swarmlog.settings import Settings
 
@@ -66,9 +67,9 @@ async def test_a_broker_then_the_active_controller_killed_mid_mission_lose_and_d
     async with crew(on_cluster, tmp_path, brain_ms=1500) as running:
         events = await running.run_mission(TASKS, faults, after_results=3, timeout_s=300)
         assert not running.dead(), f"processes died: {running.dead()}; logs in {tmp_path}"
-        deaths = running.log.named("AgentDeclaredDead")
+        deaths = running.log.named(AgentDeclaredDead)
     print(f"\nkilled and restarted {killed}; mission of {TASKS} tasks completed")
-    assert not deaths, f"agents declared dead: {[d.data['agent_id'] for d in deaths]}"
+    assert not deaths, f"agents declared dead: {[d.agent_id for d in deaths]}"
     results_once(events, TASKS)
     # The coordinator stopped (SIGTERM) with its snapshot: replay of the journal must equal it.
     env = {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": cluster.bootstrap}

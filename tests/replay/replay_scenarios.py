@@ -26,6 +26,16 @@ from swarmlog.replay.fold import Record, replay
 from swarmlog.replay.verify import default_targets
 from swarmlog.schemas.codec import decode, encode
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentRegistered,
+    DeadlockBroken,
+    TaskAssigned,
+    TokensUsed,
+    VoteRequested,
+    WaitEnded,
+    WaitStarted,
+)
 from swarmlog.settings import Settings
 from swarmlog.streams import budgets, waitgraph
 from swarmlog.topics import catalog
@@ -43,9 +53,9 @@ class RecordedSwarm(Swarm):
         self.records: list[Record] = []
         self._offsets: collections.Counter[str] = collections.Counter()
 
-    def input(self, name: str, **fields: Any) -> Event:
+    def input(self, kind: type[Event], **fields: Any) -> Event:
         """An input event, recorded on its topic."""
-        return self.record(TOPIC_OF[name], super().input(name, **fields))
+        return self.record(TOPIC_OF[kind.name], super().input(kind, **fields))
 
     def apply(self, command: Any) -> list[Event]:
         """Decide and fold as the harness does, recording the journal events."""
@@ -56,23 +66,23 @@ class RecordedSwarm(Swarm):
 
     def record(self, topic: str, event: Event) -> Event:
         """Append `event`, encoded, to `topic` at the next offset."""
-        self.records.append(Record(topic, 0, self._offsets[topic], event.occurred_at_ms, None, encode(event)))
+        self.records.append(Record(topic, 0, self._offsets[topic], event.occurred_at, None, encode(event)))
         self._offsets[topic] += 1
         return event
 
     def deliver(self, event: Event) -> list[Event]:
         """Record an event another process decided, and let the coordinator decide on it if it takes it."""
         self.record(TOPIC_OF[event.name], event)
-        return self.apply(Receive(event, self.now_ms)) if event.name in INPUTS else []
+        return self.apply(Receive(event, self.now_ms)) if isinstance(event, INPUTS) else []
 
     def registration(self, agent_id: str) -> str:
         """The event id of the agent's AgentRegistered."""
         return next(
-            e.data["event_id"]
+            e.event_id
             for r in self.records
             if r.topic == "swarm.agents.registry"
             for e in [decode(r.value or b"")]
-            if e.name == "AgentRegistered" and e.data["agent_id"] == agent_id
+            if isinstance(e, AgentRegistered) and e.agent_id == agent_id
         )
 
 
@@ -87,14 +97,14 @@ def three_phase() -> RecordedSwarm:
         [task("gen", "code", replicas=2)],
         final_action={"prompt": "ship it", "required_capabilities": ["decision_making"]},
     )
-    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.data["replica"]), ("v1", "v2"), strict=False):
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.replica), ("v1", "v2"), strict=False):
         swarm.started(assigned)
         swarm.now_ms += 200
         swarm.complete(assigned, output, tokens=12)
-    requests = named(swarm.journal, "VoteRequested")
+    requests = named(swarm.journal, VoteRequested)
     swarm.now_ms += 300
     for request in requests:
-        swarm.vote(request, requests[0].data["candidates"][0]["candidate_id"])
+        swarm.vote(request, requests[0].candidates[0].candidate_id)
     [final] = swarm.running()
     swarm.started(final)
     swarm.complete(final, "shipped", tokens=4)
@@ -112,14 +122,14 @@ def agent_death() -> RecordedSwarm:
     swarm.now_ms += 6000
     [second] = named(
         swarm.send(
-            "AgentDeclaredDead",
+            AgentDeclaredDead,
             agent_id="a",
             registration_id=swarm.registration("a"),
             last_heartbeat_at=swarm.now_ms - 6000,
             timeout_ms=5000,
             in_flight_task="t",
         ),
-        "TaskAssigned",
+        TaskAssigned,
     )
     swarm.complete(first, "zombie answer")
     swarm.started(second)
@@ -137,7 +147,7 @@ def deadlock() -> RecordedSwarm:
     for wait_id, waiter, waits_for in (("w-1", "a", "b"), ("w-2", "b", "a")):
         swarm.now_ms += 100
         started = swarm.input(
-            "WaitStarted",
+            WaitStarted,
             wait_id=wait_id,
             waiter_agent_id=waiter,
             waits_for_agent_id=waits_for,
@@ -147,12 +157,10 @@ def deadlock() -> RecordedSwarm:
         graph = waitgraph.evolve(graph, started)
         for detected in waitgraph.decide_deadlocks(graph, swarm.now_ms, started):
             graph = waitgraph.evolve(graph, detected)
-            [broken] = named(swarm.deliver(detected), "DeadlockBroken")
-    swarm.input(
-        "WaitEnded", wait_id=broken.data["wait_id"], waiter_agent_id="b", waits_for_agent_id="a", outcome="ABORTED"
-    )
+            [broken] = named(swarm.deliver(detected), DeadlockBroken)
+    swarm.input(WaitEnded, wait_id=broken.wait_id, waiter_agent_id="b", waits_for_agent_id="a", outcome="ABORTED")
     for assigned in swarm.running():
-        swarm.complete(assigned, f"{assigned.data['task_id']} done")
+        swarm.complete(assigned, f"{assigned.task_id} done")
     return swarm
 
 
@@ -163,7 +171,7 @@ def throttle() -> RecordedSwarm:
     policy, usage = budgets.BudgetPolicy(default_tokens=100), budgets.INITIAL
     for generation in range(3):
         used = swarm.input(
-            "TokensUsed",
+            TokensUsed,
             agent_id="x",
             generation_id=f"g-{generation}",
             prompt_tokens=30,

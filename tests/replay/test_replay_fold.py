@@ -11,7 +11,6 @@ import typer
 from replay_scenarios import HISTORIES, REGIONS
 
 from swarmlog.commands.replay import parse_at
-from swarmlog.coordinator.journal import SKIPPED
 from swarmlog.envelope import stamp
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS, component
@@ -20,6 +19,7 @@ from swarmlog.replay.fold import Record, ordered, replay
 from swarmlog.replay.source import Span
 from swarmlog.replay.verify import verify
 from swarmlog.schemas.codec import default_codec
+from swarmlog.schemas.records import JournalRecordsSkipped
 
 GOLDEN = history.load(HISTORIES / "three_phase.hist").records
 
@@ -45,7 +45,7 @@ def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_veri
     garbage = Record("swarm.coordinator.journal", 0, last + 1, journal[-1].timestamp, None, b"\xc3\x01not avro")
     unrelated = Record("swarm.coordinator.journal", 0, last + 2, journal[-1].timestamp, None, b"\xc3\x01also bad")
     repair = stamp(
-        SKIPPED,
+        JournalRecordsSkipped,
         producer="operator:ops",
         region="region-0",
         partition=0,

@@ -13,6 +13,7 @@ from swarmlog.cli import app
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS
 from swarmlog.replay.timeline import timeline
+from swarmlog.schemas.records import TaskCompleted, TaskReassigned
 
 NAMES = sorted(SCENARIOS)
 
@@ -38,7 +39,7 @@ def test_a_changed_fold_breaks_a_golden_history(monkeypatch: pytest.MonkeyPatch)
     coordinator = COMPONENTS["coordinator"]
     forgetful = dataclasses.replace(
         coordinator,
-        evolve=lambda state, event: state if event.name == "TaskReassigned" else coordinator.evolve(state, event),
+        evolve=lambda state, event: state if isinstance(event, TaskReassigned) else coordinator.evolve(state, event),
     )
     monkeypatch.setitem(COMPONENTS, "coordinator", forgetful)
     document = stored("agent_death")
@@ -60,7 +61,7 @@ def test_the_three_phase_timeline_goes_through_every_phase_causes_first():
             or not any(other.event_id == step.causation_id for other in steps)
         )
         seen.add(step.event_id)
-    completed = [step for step in steps if step.name == "TaskCompleted"]
+    completed = [step for step in steps if step.name == TaskCompleted.name]
     assert [step.tokens for step in completed] == [12, 12, 4] and all(step.agent for step in completed)
 
 

@@ -12,12 +12,13 @@ import pytest
 import replay_scenarios  # noqa: F401  (it puts tests/ on sys.path, for the coordinator's test helpers)
 from aiokafka import AIOKafkaProducer
 from coordinator.harness import task
-from coordinator.live import crew, eventually, journal, named, submit
+from coordinator.live import crew, eventually, journal, submit
 from typer.testing import CliRunner, Result
 
 from swarmlog.cli import app
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.schemas.records import MissionCompleted
 from swarmlog.settings import Settings
 
 pytestmark = pytest.mark.kafka_only
@@ -45,7 +46,7 @@ async def live_run(settings: Settings, tmp_path: Path) -> tuple[str, str, Path]:
 
 
 async def _completed(settings: Settings, mission_id: str) -> bool:
-    return bool(named(await journal(settings, REGION, mission_id), "MissionCompleted"))
+    return any(isinstance(event, MissionCompleted) for event in await journal(settings, REGION, mission_id))
 
 
 async def test_after_a_live_run_verify_and_diff_pass_and_the_timeline_shows_the_mission(

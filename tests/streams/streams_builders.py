@@ -10,19 +10,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from swarmlog.schemas.events import Event
-from swarmlog.streams.alerts import from_millis
+from swarmlog.schemas.records import from_fields
 
 
 def event(name: str, at_ms: int, event_id: str, **fields: Any) -> Event:
-    """An event as a decoder gives it: envelope filled in, occurred_at an aware datetime."""
-    envelope = {
-        "event_id": event_id,
-        "occurred_at": from_millis(at_ms),
-        "correlation_id": None,
-        "causation_id": None,
-        "producer": "test",
-    }
-    return Event(name, {**envelope, **fields})
+    """An event of record `name` as a decoder gives it: envelope filled in, occurred_at in milliseconds."""
+    envelope = {"event_id": event_id, "occurred_at": at_ms, "correlation_id": None, "causation_id": None}
+    return from_fields(name, {**envelope, "producer": "test", **fields})
+
+
+def task_started(at_ms: int) -> Event:
+    """A TaskStarted: an event no stream processor folds."""
+    fields = {"mission_id": "m", "task_id": "t", "replica": 0, "attempt": 1, "agent_id": "x"}
+    return event("TaskStarted", at_ms, f"started-{at_ms}", **fields)
 
 
 def fold(evolve: Callable[[Any, Event], Any], state: Any, events: Iterable[Event]) -> Any:

@@ -41,8 +41,8 @@ def test_given_a_12_s_outage_when_the_log_is_back_no_agent_dies_until_a_full_tim
     assert decide_liveness(state, back + 100, TIMEOUT, watched_since_ms=back) == []
     assert decide_liveness(state, back + TIMEOUT, TIMEOUT, watched_since_ms=back) == []
     deaths = decide_liveness(state, back + TIMEOUT + 1, TIMEOUT, watched_since_ms=back)
-    assert [d.data["agent_id"] for d in deaths] == ["a", "b"]  # truly silent agents still die, a timeout later
-    assert all(d.data["last_heartbeat_at"] == deaths[0].data["last_heartbeat_at"] for d in deaths)
+    assert [d.agent_id for d in deaths] == ["a", "b"]  # truly silent agents still die, a timeout later
+    assert all(d.last_heartbeat_at == deaths[0].last_heartbeat_at for d in deaths)
 
 
 @given(st.integers(0, 100_000), st.integers(0, 100_000), st.integers(0, 100_000), st.integers(1, 20_000))

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streams_builders import assert_fold_laws, event, fold
 
-from swarmlog.schemas.events import to_millis
+from swarmlog.schemas.records import BudgetExceeded, BudgetRestored
 from swarmlog.streams import budgets
 from swarmlog.streams.budgets import BudgetPolicy, decide_budget, evolve
 from swarmlog.streams.keyed import RETENTION_MS
@@ -40,7 +40,7 @@ def run(state: budgets.Budgets, inputs: list) -> tuple[budgets.Budgets, list]:
 
 
 def summary(alerts: list) -> list[tuple]:
-    return [(a.name, a.data["agent_id"], to_millis(a.data["window_start"])) for a in alerts]
+    return [(a.name, a.agent_id, a.window_start) for a in alerts]
 
 
 def test_passing_the_budget_throttles_once_per_window_and_a_tick_at_its_end_restores():
@@ -57,9 +57,9 @@ def test_passing_the_budget_throttles_once_per_window_and_a_tick_at_its_end_rest
         ],
     )
     assert summary(alerts) == [("BudgetExceeded", "a", 0), ("BudgetRestored", "a", 60_000)]
-    exceeded = alerts[0].data
-    assert (exceeded["used"], exceeded["budget"], to_millis(exceeded["window_end"])) == (1500, 1000, 60_000)
-    assert alerts[1].occurred_at_ms == 60_000 and state.agents["a"].throttled_until is None
+    exceeded = alerts[0]
+    assert (exceeded.used, exceeded.budget, exceeded.window_end) == (1500, 1000, 60_000)
+    assert alerts[1].occurred_at == 60_000 and state.agents["a"].throttled_until is None
 
 
 def test_usage_equal_to_the_budget_is_allowed_and_overrides_apply_per_agent():
@@ -105,7 +105,7 @@ def runs(draw):
         if kind == "use":
             tokens = draw(st.integers(-100, 800))
             new = [used(draw(st.sampled_from(["a", "b", "big"])), f"g{step}", now, tokens, draw(st.integers(-10, 400)))]
-        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at_ms > now - RETENTION_MS // 2]):
+        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at > now - RETENTION_MS // 2]):
             new = [draw(st.sampled_from(recent))]
         else:
             new = [now]
@@ -127,7 +127,7 @@ def test_the_budget_fold_obeys_the_fold_laws(run_, data):
 def test_numbers_are_never_negative_and_each_window_is_exceeded_and_restored_at_most_once(run_):
     _, decided, state = run_
     assert all(usage.used >= 0 for usage in state.agents.values())
-    assert all(a.data["used"] > a.data["budget"] >= 0 for a in decided if a.name == "BudgetExceeded")
+    assert all(a.used > a.budget >= 0 for a in decided if isinstance(a, BudgetExceeded))
     keys = summary(decided)
     assert len(set(keys)) == len(keys)
 
@@ -136,10 +136,10 @@ def test_numbers_are_never_negative_and_each_window_is_exceeded_and_restored_at_
 @given(runs())
 def test_every_throttle_is_restored_after_a_tick_past_its_window(run_):
     _, decided, state = run_
-    ends = [a for a in decided if a.name == "BudgetExceeded"]
-    _, restored = run(state, [max([to_millis(a.data["window_end"]) for a in ends], default=0)])
-    restorations = {to_millis(a.data["window_start"]) for a in decided + restored if a.name == "BudgetRestored"}
-    assert all(to_millis(a.data["window_end"]) in restorations for a in ends)
+    ends = [a for a in decided if isinstance(a, BudgetExceeded)]
+    _, restored = run(state, [max([a.window_end for a in ends], default=0)])
+    restorations = {a.window_start for a in decided + restored if isinstance(a, BudgetRestored)}
+    assert all(a.window_end in restorations for a in ends)
 
 
 def test_the_window_length_is_configurable():

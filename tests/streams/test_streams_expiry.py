@@ -46,12 +46,12 @@ def test_a_long_run_of_agent_churn_keeps_the_registry_bounded_and_declares_the_d
     for now, inputs in agent_lives(2000, seed=5):
         bounded = registry.evolve_all(bounded, inputs)
         for each in inputs:
-            unbounded[each.data["agent_id"]] = registry.evolve_agent(unbounded.get(each.data["agent_id"]), each)
+            unbounded[each.agent_id] = registry.evolve_agent(unbounded.get(each.agent_id), each)
         deaths = decide_liveness(bounded, now)
         assert deaths == decide_liveness(registry.Registry(unbounded), now)
         bounded = registry.evolve_all(bounded, deaths)
         for death in deaths:
-            unbounded[death.data["agent_id"]] = registry.evolve_agent(unbounded[death.data["agent_id"]], death)
+            unbounded[death.agent_id] = registry.evolve_agent(unbounded[death.agent_id], death)
         assert all(view == unbounded[agent] for agent, view in bounded.agents.items())
         assert all(agent in bounded.agents for agent, view in unbounded.items() if view.alive)
         largest = max(largest, len(bounded.agents))
@@ -85,7 +85,7 @@ def test_a_dropped_run_stays_dropped_and_a_new_registration_starts_afresh():
     view = back.agents["a"]
     assert (view.alive, view.epoch, view.registration_id, view.last_heartbeat_ms) == (True, 1, "r2", later)
     [death] = decide_liveness(back, later + TIMEOUT_MS + 1)
-    assert death.data["registration_id"] == "r2"
+    assert death.registration_id == "r2"
 
 
 def test_an_alive_agent_never_expires_however_long_it_is_silent():
@@ -112,7 +112,7 @@ def test_a_long_run_of_usage_churn_keeps_the_budgets_bounded_and_decides_what_th
     def fold_in(event_) -> None:
         nonlocal bounded, unbounded
         bounded = budgets.evolve(bounded, event_)
-        agent = event_.data["agent_id"]
+        agent = event_.agent_id
         kept = budgets.evolve_usage(unbounded.agents.get(agent), event_, unbounded.window_ms)
         unbounded = budgets.Budgets({**unbounded.agents, agent: kept}) if kept else unbounded
 
@@ -167,7 +167,7 @@ def test_waits_that_end_within_their_timeout_give_the_deadlocks_the_unbounded_gr
             started(f"w{index}", f"a{waiter}", f"a{waits_for}", at),
             ended(f"w{index}", f"a{waiter}", f"a{waits_for}", at + lasts),
         ]
-    log.sort(key=lambda each: each.occurred_at_ms)
+    log.sort(key=lambda each: each.occurred_at)
     forever = waitgraph.WaitGraph(retention_ms=10**15)
     assert detect(waitgraph.INITIAL, log)[1] == detect(forever, log)[1]
 
@@ -191,7 +191,7 @@ def test_the_replay_drops_what_the_live_table_drops_on_each_partition_s_own_even
         (0, registered("c", RETENTION_MS + 5, "r3")),
     ]
     records = [
-        Record("swarm.agents.registry", partition, offset, each.occurred_at_ms, None, encode(each))
+        Record("swarm.agents.registry", partition, offset, each.occurred_at, None, encode(each))
         for offset, (partition, each) in enumerate(events)
     ]
     replayed = replay(component("registry"), None, ("region-0",), records)

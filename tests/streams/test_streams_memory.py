@@ -6,7 +6,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
-from streams_builders import event
+from streams_builders import event, task_started
 
 from swarmlog.streams.memory import MemoryWrite, WriteBatcher, plan_write
 
@@ -42,7 +42,7 @@ def test_an_experience_becomes_one_key_with_its_fields_and_an_expiry_from_its_ow
 
 def test_a_replayed_experience_that_already_expired_is_skipped():
     assert plan_write(recorded("x1", 10_000, ttl_s=60), now_ms=70_000) is None
-    assert plan_write(event("TaskStarted", 0, "t1"), now_ms=0) is None
+    assert plan_write(task_started(0), now_ms=0) is None
 
 
 def test_writes_of_one_interval_flush_together_when_a_later_interval_starts_or_a_tick_ends_it():

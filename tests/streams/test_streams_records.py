@@ -20,6 +20,7 @@ from swarmlog.kafka.records import (
     with_note,
 )
 from swarmlog.schemas.codec import decode, default_codec, encode
+from swarmlog.schemas.records import DeadLetterRecorded
 from swarmlog.streams.app.records import CONSUMER, Io
 
 LIMIT = 1_000_000
@@ -72,11 +73,12 @@ def test_the_dead_letter_of_2_mb_fits_the_dead_letter_topic_and_keeps_its_coordi
     [(topic, key, letter)] = io.sent
     assert (topic, key, letter.event_id) == (DEAD_LETTER_TOPIC, HEARTBEATS, dead_letter_id(HEARTBEATS, 3, 7))
     assert len(encode(letter)) <= LIMIT
-    data = decode(encode(letter)).data
-    assert (data["origin_topic"], data["origin_partition"], data["origin_offset"]) == (HEARTBEATS, 3, 7)
-    assert data["consumer"] == CONSUMER and data["error_type"] == "DecodeError"
-    assert data["reason"].startswith(f"undecodable record at {HEARTBEATS}[3]@7: ")
-    assert "(payload cut to its first " in data["reason"]
+    decoded = decode(encode(letter))
+    assert isinstance(decoded, DeadLetterRecorded)
+    assert (decoded.origin_topic, decoded.origin_partition, decoded.origin_offset) == (HEARTBEATS, 3, 7)
+    assert decoded.consumer == CONSUMER and decoded.error_type == "DecodeError"
+    assert decoded.reason.startswith(f"undecodable record at {HEARTBEATS}[3]@7: ")
+    assert "(payload cut to its first " in decoded.reason
 
 
 def test_a_record_is_dead_lettered_once_though_read_again_and_another_record_is_another():
@@ -99,8 +101,8 @@ def test_an_event_of_another_kind_is_not_an_input_and_says_what_the_topic_carrie
         task_id=None,
     )
     assert taken(io, record(encode(used), topic="swarm.waits")) == [None]
-    letter = io.sent[0][2].data
-    assert letter["error_type"] == NotAnInput.__name__ and "which carries WaitEnded, WaitStarted" in letter["reason"]
+    letter = io.sent[0][2]
+    assert letter.error_type == NotAnInput.__name__ and "which carries WaitEnded, WaitStarted" in letter.reason
     beat = event(
         "AgentHeartbeat",
         0,

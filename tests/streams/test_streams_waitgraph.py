@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streams_builders import assert_fold_laws, event, fold, stable
 
-from swarmlog.schemas.events import to_millis
+from swarmlog.schemas.records import DeadlockDetected
 from swarmlog.streams import waitgraph
 from swarmlog.streams.waitgraph import Cycle, canonical, cycle_through, decide_deadlocks, evolve
 
@@ -45,7 +45,7 @@ def detect(state: waitgraph.WaitGraph, inputs: list) -> tuple[waitgraph.WaitGrap
     alerts = []
     for each in inputs:
         state = evolve(state, each)
-        decided = decide_deadlocks(state, each.occurred_at_ms, each)
+        decided = decide_deadlocks(state, each.occurred_at, each)
         state = fold(evolve, state, decided)
         alerts += decided
     return state, alerts
@@ -54,11 +54,11 @@ def detect(state: waitgraph.WaitGraph, inputs: list) -> tuple[waitgraph.WaitGrap
 def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_wait_order():
     ring = [started("w1", "b", "c"), started("w2", "c", "a"), started("w3", "a", "b", at_ms=7)]
     state, alerts = detect(waitgraph.INITIAL, ring)
-    assert [(a.name, a.data["cycle"], a.data["wait_ids"]) for a in alerts] == [
+    assert [(a.name, a.cycle, a.wait_ids) for a in alerts] == [
         ("DeadlockDetected", ["a", "b", "c"], ["w3", "w1", "w2"])
     ]
-    assert [to_millis(at) for at in alerts[0].data["waits_started_at"]] == [7, 0, 0]
-    assert alerts[0].data["causation_id"] == "start-w3" and alerts[0].occurred_at_ms == 7
+    assert alerts[0].waits_started_at == [7, 0, 0]
+    assert alerts[0].causation_id == "start-w3" and alerts[0].occurred_at == 7
     assert detect(state, ring)[1] == []
 
 
@@ -67,13 +67,13 @@ def test_breaking_one_edge_and_reforming_it_is_a_new_deadlock():
         waitgraph.INITIAL, [started("w1", "a", "b"), started("w2", "b", "c"), started("w3", "c", "a")]
     )
     state, again = detect(state, [ended("w2", "b", "c"), started("w2", "b", "c"), started("w4", "b", "c")])
-    assert [a.data["wait_ids"] for a in again] == [["w1", "w4", "w3"]]
+    assert [a.wait_ids for a in again] == [["w1", "w4", "w3"]]
     assert again[0].event_id != first[0].event_id
 
 
 def test_a_wait_on_oneself_is_a_deadlock_and_a_redelivered_start_after_its_end_adds_no_edge():
     state, alerts = detect(waitgraph.INITIAL, [started("w1", "a", "a")])
-    assert [a.data["cycle"] for a in alerts] == [["a"]]
+    assert [a.cycle for a in alerts] == [["a"]]
     state = evolve(state, ended("w1", "a", "a"))
     assert detect(state, [started("w1", "a", "a")]) == (state, [])
 
@@ -142,7 +142,7 @@ def runs(draw):
             new = started(*active[-1], at_ms=now)
         elif kind == "end" and active:
             new = ended(*active.pop(draw(st.integers(0, len(active) - 1))), at_ms=now)
-        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at_ms > now - RETENTION // 2]):
+        elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at > now - RETENTION // 2]):
             new = draw(st.sampled_from(recent))
         else:
             continue
@@ -163,7 +163,7 @@ def test_the_wait_graph_fold_obeys_the_fold_laws(run, data):
 @given(runs())
 def test_each_cycle_is_reported_once(run):
     _, decided = run
-    assert len({tuple(alert.data["wait_ids"]) for alert in decided}) == len(decided)
+    assert len({tuple(alert.wait_ids) for alert in decided}) == len(decided)
 
 
 @settings(max_examples=150, deadline=None)
@@ -171,7 +171,7 @@ def test_each_cycle_is_reported_once(run):
 def test_table_rows_follow_the_graph_one_worker_step_at_a_time(run, retention_ms):
     log, _ = run
     state, rows = dataclasses.replace(waitgraph.INITIAL, retention_ms=retention_ms), {}
-    for each in (entry for entry in log if entry.name != "DeadlockDetected"):
+    for each in (entry for entry in log if not isinstance(entry, DeadlockDetected)):
         after, _ = detect(state, [each])  # the wait and the deadlocks decided on it, as the worker folds them
         puts, deletes = waitgraph.entry_changes(state, after, each)
         assert not puts.keys() & set(deletes)

@@ -119,9 +119,7 @@ async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, byt
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:
-        await producer.send_and_wait(
-            "swarm.agents.registry", encode(registered), key=registered.data["agent_id"].encode()
-        )
+        await producer.send_and_wait("swarm.agents.registry", encode(registered), key=registered.agent_id.encode())
         return [
             (await producer.send_and_wait(changelog, value, key=codecs.dumps("json", key), partition=0)).offset
             for key, value in rows

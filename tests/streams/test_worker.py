@@ -12,9 +12,20 @@ from datetime import UTC, datetime
 
 import pytest
 import redis
-from worker_harness import Client, Worker, heartbeat, now_event, registered, running_worker, tables_settled
+from worker_harness import (
+    Client,
+    Worker,
+    agent_of,
+    cycle_of,
+    heartbeat,
+    now_event,
+    registered,
+    running_worker,
+    tables_settled,
+)
 
-from swarmlog.schemas.events import Event, to_millis
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentDeclaredDead
 from swarmlog.streams.registry import Registry, evolve
 
 TIMEOUT_MS = 2000
@@ -52,8 +63,8 @@ def ids(*names: str) -> list[str]:
     return [f"{name}-{MODULE_RUN}-{run}" for name in names]
 
 
-def of(*agents: str, field: str = "agent_id"):
-    return lambda event: event.data.get(field) in agents
+def of(*agents: str):
+    return lambda event: agent_of(event) in agents
 
 
 def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(worker, client):
@@ -71,18 +82,18 @@ def test_silence_declares_one_death_within_the_timeout_and_deregistration_none(w
     client.send("swarm.agents.registry", leaving, now_event("AgentDeregistered", agent_id=leaving, reason="done"))
     deaths = client.read(
         "swarm.agents.registry",
-        lambda e: e.name == "AgentDeclaredDead" and of(quiet, leaving)(e),
+        lambda e: isinstance(e, AgentDeclaredDead) and of(quiet, leaving)(e),
         until=lambda found: False,
         timeout_s=TIMEOUT_MS / 1000 + 4,
     )
-    assert [(d.data["agent_id"], d.data["registration_id"]) for d in deaths] == [(quiet, runs[quiet].event_id)]
-    died_ms = deaths[0].occurred_at_ms
+    assert [(d.agent_id, d.registration_id) for d in deaths] == [(quiet, runs[quiet].event_id)]
+    died_ms = deaths[0].occurred_at
     # Never while the log held a heartbeat younger than the timeout: every one acknowledged before the decision counts.
-    newest_acked = max(beat.occurred_at_ms for beat, acked_ms in beats[quiet] if acked_ms < died_ms)
+    newest_acked = max(beat.occurred_at for beat, acked_ms in beats[quiet] if acked_ms < died_ms)
     assert died_ms - newest_acked > TIMEOUT_MS
     # Then by the liveness timer, not later: a bound loose enough for a loaded CI machine; the target (timeout + 1 s)
     # is measured in bench/streams_bench.py --parts liveness.
-    assert died_ms - beats[quiet][-1][0].occurred_at_ms - TIMEOUT_MS <= TIMER_SLACK_MS
+    assert died_ms - beats[quiet][-1][0].occurred_at - TIMEOUT_MS <= TIMER_SLACK_MS
 
 
 def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_order(worker, client):
@@ -94,16 +105,15 @@ def test_a_ring_of_three_waits_is_one_deadlock_with_the_cycle_in_order(worker, c
     }
     for wait, waiter, _ in ring:
         client.send("swarm.waits", waiter, waits[wait])
-    found = client.read("swarm.alerts", lambda e: a in e.data.get("cycle", ()), until=bool, timeout_s=10)
-    extra = client.read("swarm.alerts", lambda e: a in e.data.get("cycle", ()), until=lambda _: False, timeout_s=1.5)
+    found = client.read("swarm.alerts", lambda e: a in cycle_of(e), until=bool, timeout_s=10)
+    extra = client.read("swarm.alerts", lambda e: a in cycle_of(e), until=lambda _: False, timeout_s=1.5)
     assert len(found) == len(extra) == 1
-    deadlock = found[0].data
-    assert (deadlock["cycle"], deadlock["wait_ids"]) == ([a, b, c], [f"w3-{a}", f"w1-{a}", f"w2-{a}"])
-    started = [to_millis(waits[w].data["occurred_at"]) for w in ("w3", "w1", "w2")]
-    assert [to_millis(at) for at in deadlock["waits_started_at"]] == started
+    deadlock = found[0]
+    assert (deadlock.cycle, deadlock.wait_ids) == ([a, b, c], [f"w3-{a}", f"w1-{a}", f"w2-{a}"])
+    assert deadlock.waits_started_at == [waits[w].occurred_at for w in ("w3", "w1", "w2")]
     # Decided on the wait that closed the ring, once all three were in (the latency target: bench/streams_bench.py).
-    closing = [w for w in waits.values() if w.event_id == deadlock["causation_id"]]
-    assert len(closing) == 1 and found[0].occurred_at_ms >= max(w.occurred_at_ms for w in waits.values())
+    closing = [w for w in waits.values() if w.event_id == deadlock.causation_id]
+    assert len(closing) == 1 and found[0].occurred_at >= max(w.occurred_at for w in waits.values())
 
 
 def test_usage_over_the_budget_throttles_then_restores_at_the_window_boundary(worker, client):
@@ -118,9 +128,9 @@ def test_usage_over_the_budget_throttles_then_restores_at_the_window_boundary(wo
     found = client.read("swarm.control", of(agent), until=lambda e: len(e) >= 2, timeout_s=WINDOW_MS / 1000 + 5)
     assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
     exceeded, restored = found
-    assert (exceeded.data["used"], exceeded.data["budget"]) == (1200, BUDGET)
-    assert to_millis(exceeded.data["window_end"]) == to_millis(restored.data["window_start"]) == window_end
-    assert window_end <= restored.occurred_at_ms <= window_end + TIMER_SLACK_MS
+    assert (exceeded.used, exceeded.budget) == (1200, BUDGET)
+    assert exceeded.window_end == restored.window_start == window_end
+    assert window_end <= restored.occurred_at <= window_end + TIMER_SLACK_MS
 
 
 def test_a_garbage_record_becomes_a_dead_letter_and_processing_goes_on(worker, client):
@@ -132,8 +142,8 @@ def test_a_garbage_record_becomes_a_dead_letter_and_processing_goes_on(worker, c
         garbage,
         now_event("TokensUsed", agent_id=agent, generation_id="g", prompt_tokens=BUDGET + 1, completion_tokens=0),
     )
-    letters = client.read("swarm.deadletter", lambda e: e.data["payload"] == garbage, until=bool, timeout_s=10)
-    assert [(l.data["origin_topic"], l.data["error_type"]) for l in letters] == [("swarm.usage", "DecodeError")]
+    letters = client.read("swarm.deadletter", lambda e: e.payload == garbage, until=bool, timeout_s=10)
+    assert [(l.origin_topic, l.error_type) for l in letters] == [("swarm.usage", "DecodeError")]
     throttled = client.read("swarm.control", of(agent), until=bool, timeout_s=10)
     assert [e.name for e in throttled][:1] == ["BudgetExceeded"]
 
@@ -156,7 +166,7 @@ def test_an_experience_is_projected_to_redis_with_its_expiry(worker, client, red
     deadline = time.monotonic() + 10
     while store.get(f"experience:{agent}") is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    expire_at_ms = experience.occurred_at_ms + 600_000
+    expire_at_ms = experience.occurred_at + 600_000
     assert store.get(f"experience:{agent}") is not None
     assert abs(store.pexpiretime(f"experience:{agent}") - expire_at_ms) <= 1
 
@@ -170,8 +180,8 @@ def test_sigterm_stops_cleanly_and_the_registry_table_is_the_fold_of_its_topics(
     source = client.read("swarm.agents.registry", lambda e: True, until=lambda _: False, timeout_s=2)
     source += client.read("swarm.agents.heartbeats", lambda e: True, until=lambda _: False, timeout_s=2)
     by_agent: dict = {}
-    for event in sorted(source, key=lambda e: e.occurred_at_ms):
-        agent = event.data["agent_id"]
+    for event in sorted(source, key=lambda e: e.occurred_at):
+        agent = event.agent_id
         by_agent[agent] = evolve(_one(by_agent, agent), event).agents.get(agent)
     # Agents of other test modules may still be registering or beating on the shared broker after the stop.
     expected = {agent: view for agent, view in by_agent.items() if view is not None and MODULE_RUN in agent}

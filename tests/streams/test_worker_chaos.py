@@ -16,9 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from worker_harness import Client, Worker, now_event, table_differences, tables_settled
+from worker_harness import Client, Worker, agent_of, cycle_of, now_event, table_differences, tables_settled
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import AgentDeclaredDead, BudgetExceeded, BudgetRestored
 from swarmlog.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -139,9 +140,7 @@ async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every
 
 async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def]
     """Deaths per agent, deadlocks per ring, throttles and restores per window: once all are there (or a minute on)."""
-    ours = lambda event: (
-        run in str(event.data.get("agent_id", "")) or any(run in a for a in event.data.get("cycle", ()))
-    )
+    ours = lambda event: run in (agent_of(event) or "") or any(run in a for a in cycle_of(event))
     deadline = time.monotonic() + TIMEOUT_MS / 1000 + 60
     while True:
         found = {
@@ -149,12 +148,12 @@ async def _alerts_owed(client: Client, run: str):  # type: ignore[no-untyped-def
             for topic in ("swarm.agents.registry", "swarm.alerts", "swarm.control")
         }
         deaths = Counter(
-            e.data["agent_id"] for e in found["swarm.agents.registry"].values() if e.name == "AgentDeclaredDead"
+            e.agent_id for e in found["swarm.agents.registry"].values() if isinstance(e, AgentDeclaredDead)
         )
-        deadlocks = Counter(frozenset(e.data["wait_ids"]) for e in found["swarm.alerts"].values())
+        deadlocks = Counter(frozenset(e.wait_ids) for e in found["swarm.alerts"].values())
         control = found["swarm.control"].values()
-        exceeded = Counter((e.data["agent_id"], e.data["window_end"]) for e in control if e.name == "BudgetExceeded")
-        restored = Counter((e.data["agent_id"], e.data["window_start"]) for e in control if e.name == "BudgetRestored")
+        exceeded = Counter((e.agent_id, e.window_end) for e in control if isinstance(e, BudgetExceeded))
+        restored = Counter((e.agent_id, e.window_start) for e in control if isinstance(e, BudgetRestored))
         complete = len(deaths) == AGENTS and len(deadlocks) == RINGS and len(restored) == SPENDERS
         if complete or time.monotonic() > deadline:
             return deaths, deadlocks, exceeded, restored

@@ -8,14 +8,16 @@ import asyncio
 import itertools
 import signal
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
 from faust.serializers import codecs
 from worker_harness import Client, Worker, now_event, registered, table_differences, tables_settled
 
+from swarmlog.envelope import now_ms
 from swarmlog.replay.diff import read_table
 from swarmlog.replay.source import read
 from swarmlog.schemas.events import Event
@@ -44,7 +46,7 @@ def sharing_a_partition(settings: Settings, run: str, names: tuple[str, ...]) ->
 
 def long_ago(event: Event, by: timedelta = LONG_AGO) -> Event:
     """The event as if it had happened `by` ago (event time is what expiry counts)."""
-    return Event(event.name, {**event.data, "occurred_at": datetime.now(UTC) - by})
+    return msgspec.structs.replace(event, occurred_at=now_ms() - by // timedelta(milliseconds=1))
 
 
 async def changelog_history(settings: Settings, app_id: str, table: str, keys: set[str]) -> dict[str, list[bool]]:

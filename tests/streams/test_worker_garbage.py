@@ -18,6 +18,8 @@ from worker_harness import (
     Client,
     Coordinates,
     Worker,
+    agent_of,
+    cycle_of,
     garbage,
     heartbeat,
     large_records_taken,
@@ -28,7 +30,7 @@ from worker_harness import (
 
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
-from swarmlog.streams.alerts import from_millis
+from swarmlog.schemas.records import AgentDeclaredDead, BudgetExceeded, BudgetRestored
 
 TIMEOUT_MS = 2000
 BUDGET = 1000
@@ -69,7 +71,7 @@ def ids(*names: str) -> list[str]:
 
 
 def origin(letter: Event) -> Coordinates:
-    return letter.data["origin_topic"], letter.data["origin_partition"], letter.data["origin_offset"]
+    return letter.origin_topic, letter.origin_partition, letter.origin_offset
 
 
 def send_garbage(client: Client, topic: str, key: str, real: Event, wrong: Event) -> dict[Coordinates, str]:
@@ -90,10 +92,10 @@ def assert_dead_lettered_once(
     assert Counter(origin(letter) for letter in letters) == dict.fromkeys(garbage_at, 1)
     for letter in letters:
         kind = garbage_at[origin(letter)]
-        assert letter.data["error_type"] == ("NotAnInput" if kind == "another kind of event" else "DecodeError"), kind
-        assert letter.data["reason"] and letter.data["consumer"] == "swarmlog-streams"
+        assert letter.error_type == ("NotAnInput" if kind == "another kind of event" else "DecodeError"), kind
+        assert letter.reason and letter.consumer == "swarmlog-streams"
         if kind == "2 MB of random bytes":
-            assert len(letter.data["payload"]) < LARGE_BYTES and "cut" in letter.data["reason"]
+            assert len(letter.payload) < LARGE_BYTES and "cut" in letter.reason
     log = worker.log.read_text(errors="replace").splitlines()
     for topic, partition, offset in garbage_at:
         assert any("WARNING" in line and f"{topic}[{partition}]@{offset}" in line for line in log), (topic, offset)
@@ -116,12 +118,12 @@ def test_a_silent_agent_is_declared_dead_although_garbage_followed_its_last_hear
     garbage_at |= send_garbage(client, REGISTRY, agent, run, usage)
     deaths = client.read(
         REGISTRY,
-        lambda e: e.name == "AgentDeclaredDead" and e.data["agent_id"] == agent,
+        lambda e: isinstance(e, AgentDeclaredDead) and e.agent_id == agent,
         until=bool,
         timeout_s=(TIMEOUT_MS + TIMER_SLACK_MS) / 1000 + 5,
     )
-    assert [death.data["registration_id"] for death in deaths] == [run.event_id], "declared dead, once"
-    assert deaths[0].occurred_at_ms - beats[-1].occurred_at_ms - TIMEOUT_MS <= TIMER_SLACK_MS
+    assert [death.registration_id for death in deaths] == [run.event_id], "declared dead, once"
+    assert deaths[0].occurred_at - beats[-1].occurred_at - TIMEOUT_MS <= TIMER_SLACK_MS
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
 
 
@@ -137,15 +139,15 @@ def test_a_ring_of_waits_is_a_deadlock_although_garbage_came_first(worker, clien
         "DeadlockDetected",
         cycle=[a, b, c],
         wait_ids=[f"w3-{a}", f"w1-{a}", f"w2-{a}"],
-        waits_started_at=[from_millis(waits[w].occurred_at_ms) for w in ("w3", "w1", "w2")],
+        waits_started_at=[waits[w].occurred_at for w in ("w3", "w1", "w2")],
     )
     garbage_at = send_garbage(client, WAITS, a, waits["w3"], report)
     client.send(WAITS, b, waits["w1"])
     duplicates = client.send_records(WAITS, b, [encode(waits["w1"])])
     for wait, waiter, _ in ring[1:]:
         client.send(WAITS, waiter, waits[wait])
-    found = client.read(ALERTS, lambda e: a in e.data.get("cycle", ()), until=bool, timeout_s=10)
-    assert [(e.data["cycle"], e.data["wait_ids"]) for e in found] == [([a, b, c], report.data["wait_ids"])]
+    found = client.read(ALERTS, lambda e: a in cycle_of(e), until=bool, timeout_s=10)
+    assert [(e.cycle, e.wait_ids) for e in found] == [([a, b, c], report.wait_ids)]
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
 
 
@@ -154,21 +156,21 @@ def test_a_throttle_ends_at_its_window_although_garbage_came_after_it(worker, cl
     window_end = _wait_for_fresh_window()
     usage = now_event("TokensUsed", agent_id=agent, generation_id="g0", prompt_tokens=BUDGET, completion_tokens=200)
     client.send(USAGE, agent, usage)
-    (exceeded,) = client.read(CONTROL, lambda e: e.data.get("agent_id") == agent, until=bool, timeout_s=10)
-    assert exceeded.name == "BudgetExceeded"
+    (exceeded,) = client.read(CONTROL, lambda e: agent_of(e) == agent, until=bool, timeout_s=10)
+    assert isinstance(exceeded, BudgetExceeded)
     duplicates = client.send_records(USAGE, agent, [encode(usage)])
     # A restore on the usage topic, folded, would end the throttle early and the real restore would never be decided.
-    early = now_event("BudgetRestored", agent_id=agent, window_start=from_millis(window_end))
+    early = now_event("BudgetRestored", agent_id=agent, window_start=window_end)
     garbage_at = send_garbage(client, USAGE, agent, usage, early)
     garbage_at |= send_garbage(client, CONTROL, agent, exceeded, usage)
     found = client.read(
         CONTROL,
-        lambda e: e.name.startswith("Budget") and e.data["agent_id"] == agent,
+        lambda e: isinstance(e, BudgetExceeded | BudgetRestored) and e.agent_id == agent,
         until=lambda e: len(e) >= 2,
         timeout_s=WINDOW_MS / 1000 + TIMER_SLACK_MS / 1000 + 2,
     )
     assert [e.name for e in found] == ["BudgetExceeded", "BudgetRestored"]
-    assert window_end <= found[1].occurred_at_ms <= window_end + TIMER_SLACK_MS
+    assert window_end <= found[1].occurred_at <= window_end + TIMER_SLACK_MS
     assert_dead_lettered_once(client, worker, garbage_at, duplicates)
 
 

@@ -13,23 +13,26 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import fastavro
+import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from faust.serializers import codecs
 from rocksdict import AccessType, Options, Rdict
 
+from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError
 from swarmlog.replay.diff import diff_table
 from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import HEADER_SIZE, MAGIC, decode, encode
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import DeadlockDetected, from_fields
 from swarmlog.settings import Settings
+from swarmlog.streams import budgets, registry
 from swarmlog.streams.app.tables import load_value
 from swarmlog.topics import spec_for
 
@@ -40,15 +43,19 @@ Coordinates = tuple[str, int, int]
 
 
 def now_event(name: str, **fields: Any) -> Event:
-    """An event occurring now with a fresh id, as an agent writes it."""
-    envelope = {
-        "event_id": uuid.uuid4().hex,
-        "occurred_at": datetime.now(UTC),
-        "correlation_id": None,
-        "causation_id": None,
-        "producer": "test",
-    }
-    return Event(name, {**envelope, **fields})
+    """An event of record `name` occurring now with a fresh id, as an agent writes it."""
+    envelope = {"event_id": uuid.uuid4().hex, "occurred_at": now_ms(), "correlation_id": None, "causation_id": None}
+    return from_fields(name, {**envelope, "producer": "test", **fields})
+
+
+def agent_of(event: Event) -> str | None:
+    """The agent a registry, heartbeat, usage or budget event is about; None for any other event."""
+    return registry.agent_of(event) or budgets.agent_of(event)
+
+
+def cycle_of(event: Event) -> list[str]:
+    """The agents of a DeadlockDetected's cycle; none for any other event."""
+    return event.cycle if isinstance(event, DeadlockDetected) else []
 
 
 def registered(agent: str) -> Event:
@@ -306,7 +313,7 @@ def breaking_invariants(event: Event, **fields: Any) -> bytes:
     """`event` with `fields` changed, encoded as its schema allows although its invariants do not."""
     version = default_catalog().latest(event.name)
     body = io.BytesIO()
-    fastavro.schemaless_writer(body, version.parsed, {**event.data, **fields})
+    fastavro.schemaless_writer(body, version.parsed, msgspec.to_builtins(event, builtin_types=(bytes,)) | fields)
     return MAGIC + version.fingerprint + body.getvalue()
 
 

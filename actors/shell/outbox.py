@@ -9,6 +9,24 @@ from aiokafka import TopicPartition
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentRegistered,
+    ExperienceRecorded,
+    PeerAnswered,
+    PeerQuestion,
+    TaskCompleted,
+    TaskFailed,
+    TaskReleased,
+    TaskStarted,
+    TaskStepTaken,
+    TokensUsed,
+    VoteCast,
+    WaitEnded,
+    WaitStarted,
+)
 from swarmlog.settings import Settings
 from swarmlog.topics import TopicSpec, catalog
 
@@ -34,19 +52,31 @@ class Outbox:
         written: dict[TopicPartition, int] = {}
         for event in events:
             spec = self._topics[event.name]
-            key = event.data.get(spec.key)
             payload = self._producer.encode_for(spec.name, event)
             meta = await self._wait.through(
-                self._producer.raw.send_and_wait(spec.name, payload, key=None if key is None else key.encode())
+                self._producer.raw.send_and_wait(spec.name, payload, key=key_of(event).encode())
             )
             written[TopicPartition(spec.name, meta.partition)] = meta.offset + 1
         return written
 
-    async def deliver(self, message: Event, slot: int) -> None:
+    async def deliver(self, message: PeerQuestion | PeerAnswered, slot: int) -> None:
         """Send an inbox message (a peer's question or answer) to the agent on `slot`, keyed by its recipient."""
         payload = self._producer.encode_for(INBOX_TOPIC, message)
         await self._wait.through(
-            self._producer.raw.send_and_wait(
-                INBOX_TOPIC, payload, key=message.data["to_agent_id"].encode(), partition=slot
-            )
+            self._producer.raw.send_and_wait(INBOX_TOPIC, payload, key=message.to_agent_id.encode(), partition=slot)
         )
+
+
+def key_of(event: Event) -> str:
+    """The partition key of an event an agent writes: the key field of its topic in the catalog."""
+    match event:
+        case TaskStarted() | TaskStepTaken() | TaskCompleted() | TaskFailed() | TaskReleased() | VoteCast():
+            return event.mission_id
+        case AgentHeartbeat() | AgentRegistered() | AgentDeregistered() | AgentDeclaredDead():
+            return event.agent_id
+        case ExperienceRecorded() | TokensUsed():
+            return event.agent_id
+        case WaitStarted() | WaitEnded():
+            return event.waiter_agent_id
+        case _:
+            raise ValueError(f"{event.name} is not an event an agent writes")

@@ -1,7 +1,7 @@
 """The agent's local rocksdict store: its task state, inbox position and log positions, written in one batch.
 
 Every position belongs to one Kafka cluster: the checkpoint records the cluster id it was taken on, so that recovery
-can tell a checkpoint of this log from one left by another cluster (see actors/recovery.py).
+can tell a checkpoint of this log from one left by another cluster (see actors/shell/recovery.py).
 """
 
 from __future__ import annotations

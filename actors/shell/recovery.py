@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from swarmlog.actors.domain import AgentState, evolve, initial
-from swarmlog.actors.store import Checkpoint
+from swarmlog.actors.shell.store import Checkpoint
 from swarmlog.errors import DecodeError, ServiceError
 from swarmlog.schemas.codec import Codec
 

@@ -11,16 +11,18 @@ import logging
 import time
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
+from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
 from swarmlog.actors.domain import (
     Ballot,
+    E,
     Order,
     Question,
     Receive,
@@ -34,10 +36,11 @@ from swarmlog.actors.domain import (
 )
 from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
 from swarmlog.actors.memory.semantic import SemanticMemory
-from swarmlog.actors.outbox import TASKS_TOPIC, Outbox
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
-from swarmlog.actors.recovery import recover
-from swarmlog.actors.resync import read_ground_truth
+from swarmlog.actors.shell.outbox import TASKS_TOPIC, Outbox
+from swarmlog.actors.shell.recovery import recover
+from swarmlog.actors.shell.resync import read_ground_truth
+from swarmlog.actors.shell.store import AgentStore
 from swarmlog.actors.steps import (
     Run,
     Usage,
@@ -55,7 +58,6 @@ from swarmlog.actors.steps import (
     taken,
     wait_ended,
 )
-from swarmlog.actors.store import AgentStore
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
@@ -67,6 +69,24 @@ from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentDeregistered,
+    AgentHeartbeat,
+    AgentRegistered,
+    AgentStatus,
+    BudgetExceeded,
+    BudgetRestored,
+    DrainRequested,
+    ExperienceRecorded,
+    PeerAnswered,
+    ResyncRequested,
+    TaskCompleted,
+    TaskFailed,
+    TokensUsed,
+    WaitEnded,
+    WaitOutcome,
+)
 from swarmlog.settings import Settings
 from swarmlog.topics import catalog
 
@@ -125,8 +145,8 @@ class Agent:
         self._peers: Mapping[str, Peer] = {}
         self._truth = GroundTruth(config.ground_truth)
         self._resync_now = asyncio.Event()
-        self._waits: dict[str, asyncio.Future[Event]] = {}  # wait id -> the PeerAnswered it waits on
-        self._deferred: collections.deque = collections.deque()  # inbox records read while busy, not handled yet
+        self._waits: dict[str, asyncio.Future[PeerAnswered]] = {}  # wait id -> the PeerAnswered it waits on
+        self._deferred: collections.deque[ConsumerRecord] = collections.deque()  # inbox records read while busy
         self._failed: Exception | None = None  # what broke an effect; the agent stops then, instead of staying BUSY
 
     def stop(self) -> None:
@@ -241,14 +261,14 @@ class Agent:
                         else:
                             await self._command(record)
             await self._drain()
-            await self._emit([self._stamp("AgentDeregistered", reason="stopped")])
+            await self._emit([self._stamp(AgentDeregistered, reason="stopped")])
         finally:
             for background in (heartbeats, resyncs):
                 background.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await background
 
-    async def _command(self, record) -> None:
+    async def _command(self, record: ConsumerRecord) -> None:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
         event = await self._decoded(record)
         if event is None:
@@ -270,7 +290,7 @@ class Agent:
         self._busy = asyncio.create_task(self._then_checkpoint(work, record.offset + 1))
         self._gate()
 
-    async def _then_checkpoint(self, work, next_offset: int) -> None:
+    async def _then_checkpoint(self, work: Awaitable[None], next_offset: int) -> None:
         """Run an effect, then checkpoint past its command, handle what was read meanwhile, and take the next one.
 
         An effect that fails anyway (a bug, a broker gone for longer than the producer retries) stops the agent without
@@ -291,23 +311,24 @@ class Agent:
             await self._command(self._deferred.popleft())
         self._gate()
 
-    def _while_busy(self, record) -> None:
+    def _while_busy(self, record: ConsumerRecord) -> None:
         """An inbox record read while a task waits on a peer: its answer ends the wait, anything else waits its turn."""
         try:
             event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
         except DecodeError:
             event = None  # dead-lettered when its turn comes
-        waiting = self._waits.get(event.data["question_id"]) if event and event.name == "PeerAnswered" else None
-        if waiting is not None and not waiting.done():
-            waiting.set_result(event)
-        else:
-            self._deferred.append(record)
+        if isinstance(event, PeerAnswered):
+            waiting = self._waits.get(event.question_id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(event)
+                return
+        self._deferred.append(record)
 
     async def _register(self) -> tuple[TopicPartition, int]:
         """Register a new run of this agent (the AgentRegistered's id names it); the registry partition it landed in,
         and the offset after it."""
         registered = self._stamp(
-            "AgentRegistered",
+            AgentRegistered,
             capabilities=list(self._config.capabilities),
             model=self._brain.model,
             brain=self._config.brain,
@@ -321,7 +342,7 @@ class Agent:
         log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
         return landed, after
 
-    async def _registry(self, record) -> None:
+    async def _registry(self, record: ConsumerRecord) -> None:
         """Fold a registry record into the peer directory, and register again on a death of this run; skip a record
         it cannot decode.
 
@@ -338,7 +359,7 @@ class Agent:
         if declared_dead(event, self._config.agent_id, self._registration_id):
             await self._reenlist(event)
 
-    async def _reenlist(self, death: Event) -> None:
+    async def _reenlist(self, death: AgentDeclaredDead) -> None:
         """Declared dead while running (its heartbeats did not reach the liveness watch in time, e.g. through a broker
         outage on its side): hand back the task of the dead run, which the coordinator has reassigned, and register a
         new run, which the registry and the coordinator take as alive (heartbeats of a dead run never revive it)."""
@@ -348,8 +369,8 @@ class Agent:
             "agent %s was declared dead while running (registration %s, no heartbeat seen within %d ms); "
             "%sregistering again",
             self._config.agent_id,
-            death.data["registration_id"],
-            death.data["timeout_ms"],
+            death.registration_id,
+            death.timeout_ms,
             ""
             if run is None
             else f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and ",
@@ -377,17 +398,17 @@ class Agent:
                 )
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
-                events, run = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),), None
+                events: tuple[Event, ...] = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),)
+                run = None
             else:
                 events, run = advance(run, generation.text, self._usage(generation))
             step = taken(events)
-            action = step.data["action"].lower() if step is not None else None
-            if action == REMEMBER:
-                embedding = await self._memory.embed(step.data["content"])
+            if step is not None and step.action.lower() == REMEMBER:
+                embedding = await self._memory.embed(step.content)
                 events = (*events, experience(step, embedding, self._config.node, self._settings.memory_ttl_s))
             await self._write(events)
-            if action == RECALL:
-                memories = await self._recall(step.data["content"])
+            if step is not None and step.action.lower() == RECALL:
+                memories = await self._recall(step.content)
             if run is not None and run.waiting is not None:
                 self._run = run
                 ended, run = await self._ask(run)
@@ -408,14 +429,15 @@ class Agent:
             return ()
         return targets(self._peers, self._config.agent_id, self._config.region)
 
-    async def _ask(self, run: Run) -> tuple[Event, Run]:
+    async def _ask(self, run: Run) -> tuple[WaitEnded, Run]:
         """Put the run's question to its peer and wait for the answer, a stop, or the timeout: WaitEnded, next run."""
         assert run.waiting is not None
         wait, found = run.waiting, resolve(self._peers, self._config.agent_id, self._config.region, run.waiting.target)
         if found is None:
             return wait_ended(run, "CANCELLED", None, f"no agent {wait.target!r} in {self._config.region}", now_ms())
-        answer = self._waits[wait.wait_id] = asyncio.get_running_loop().create_future()
-        stopping = asyncio.ensure_future(self._stopping.wait())
+        answer: asyncio.Future[PeerAnswered] = asyncio.get_running_loop().create_future()
+        self._waits[wait.wait_id] = answer
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
         try:
             await self._outbox.deliver(question(run, self._config.slot, now_ms()), found[1])
             self._sensor.on_produced(INBOX_TOPIC)
@@ -428,9 +450,10 @@ class Agent:
             del self._waits[wait.wait_id]
             self._gate()
         if answer.done():
-            data = answer.result().data
-            outcome = "ANSWERED" if data["producer"].startswith("agent:") else "ABORTED"  # else a broken deadlock
-            return wait_ended(run, outcome, data["answer"], data["error"], now_ms())
+            answered = answer.result()
+            by_peer = answered.producer.startswith("agent:")  # else the abort of a broken deadlock
+            outcome: WaitOutcome = "ANSWERED" if by_peer else "ABORTED"
+            return wait_ended(run, outcome, answered.answer, answered.error, now_ms())
         if self._stopping.is_set():
             return wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())
         return wait_ended(run, "TIMED_OUT", None, f"no answer within {self._config.ask_timeout_s} s", now_ms())
@@ -467,7 +490,7 @@ class Agent:
         """What a generation cost, now, under a name of its own (so a retried step's tokens count again)."""
         return Usage(generation.prompt_tokens, generation.completion_tokens, now_ms(), uuid.uuid4().hex[:12])
 
-    async def _control(self, record) -> None:
+    async def _control(self, record: ConsumerRecord) -> None:
         """Budget events throttle and restore this agent; a drain request stops it; anything else is skipped (and
         dead-lettered when it is meant for this agent). Its position is saved with the next checkpoint."""
         self._checkpoint = dataclasses.replace(
@@ -476,14 +499,16 @@ class Agent:
         event = await self._decoded(record)
         if event is None:
             return
-        if event.name == "DrainRequested" and event.data["target"] in (self._config.agent_id, "*"):
-            self.stop()
-        elif event.name == "ResyncRequested" and event.data["target"] in (self._config.agent_id, "*"):
-            self._resync_now.set()
-        elif event.name in ("BudgetExceeded", "BudgetRestored") and event.data["agent_id"] == self._config.agent_id:
-            self._checkpoint = dataclasses.replace(self._checkpoint, state=evolve(self._checkpoint.state, event))
-            self._save(self._checkpoint.inbox)
-            self._gate()
+        me = self._config.agent_id
+        match event:
+            case DrainRequested(target=target) if target in (me, "*"):
+                self.stop()
+            case ResyncRequested(target=target) if target in (me, "*"):
+                self._resync_now.set()
+            case BudgetExceeded(agent_id=agent_id) | BudgetRestored(agent_id=agent_id) if agent_id == me:
+                self._checkpoint = dataclasses.replace(self._checkpoint, state=evolve(self._checkpoint.state, event))
+                self._save(self._checkpoint.inbox)
+                self._gate()
 
     async def _drain(self) -> None:
         """Let the in-flight task finish its step (or release it); give up on a stuck step after drain_s."""
@@ -536,7 +561,7 @@ class Agent:
                 await self._emit(
                     [
                         self._stamp(
-                            "AgentHeartbeat",
+                            AgentHeartbeat,
                             registration_id=self._registration_id,
                             sequence=sequence,
                             status=self._status(),
@@ -548,7 +573,7 @@ class Agent:
                 )
             await asyncio.sleep(max(0.0, start + (sequence + 1) * self._config.heartbeat_s - loop.time()))
 
-    def _status(self) -> str:
+    def _status(self) -> AgentStatus:
         """DRAINING, THROTTLED, BUSY or IDLE, in that precedence."""
         if self._stopping.is_set():
             return "DRAINING"
@@ -574,7 +599,7 @@ class Agent:
         state = self._checkpoint.state
         for event in events:
             state = evolve(state, event)
-            if event.name == "ExperienceRecorded":
+            if isinstance(event, ExperienceRecorded):
                 self._memory.remember(event)
         tasks = {tp.partition: offset for tp, offset in written.items() if tp.topic == TASKS_TOPIC}
         self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | tasks)
@@ -584,14 +609,15 @@ class Agent:
         written = await self._outbox.write(events)
         for event in events:
             self._sensor.on_produced(self._topic_of[event.name])
-            if event.name == "TokensUsed":
-                self._sensor.on_tokens(self._config.agent_id, "prompt", event.data["prompt_tokens"])
-                self._sensor.on_tokens(self._config.agent_id, "completion", event.data["completion_tokens"])
-            elif event.name in ("TaskCompleted", "TaskFailed"):
-                self._sensor.on_task_finished(event.data["latency_ms"] / 1000)
+            match event:
+                case TokensUsed():
+                    self._sensor.on_tokens(self._config.agent_id, "prompt", event.prompt_tokens)
+                    self._sensor.on_tokens(self._config.agent_id, "completion", event.completion_tokens)
+                case TaskCompleted() | TaskFailed():
+                    self._sensor.on_task_finished(event.latency_ms / 1000)
         return written
 
-    async def _decoded(self, record) -> Event | None:
+    async def _decoded(self, record: ConsumerRecord) -> Event | None:
         """The record's event when it decodes to a kind its topic carries; else None, after dead-lettering it when
         that is this agent's to do (its inbox's records meant for it: see DEAD_LETTERED_BY and `_mine`)."""
         try:
@@ -602,7 +628,7 @@ class Agent:
                 await self._dead_letter(record, error)
             return None
 
-    def _mine(self, record) -> bool:
+    def _mine(self, record: ConsumerRecord) -> bool:
         """Whether a record this agent cannot use is its to dead-letter: keyed to it, to every agent, or not keyed.
 
         Inbox and control records are keyed by their addressee, so one keyed to another agent (sharing the slot, or
@@ -610,7 +636,7 @@ class Agent:
         per reader."""
         return record.key in (None, b"*", self._config.agent_id.encode())
 
-    async def _dead_letter(self, record, error: Exception) -> None:
+    async def _dead_letter(self, record: ConsumerRecord, error: Exception) -> None:
         """Write a record this agent cannot use to swarm.deadletter, with its coordinates and the reason (one WARNING).
 
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
@@ -628,9 +654,9 @@ class Agent:
         self._checkpoint = dataclasses.replace(self._checkpoint, inbox=inbox)
         self._store.save(self._checkpoint)
 
-    def _stamp(self, name: str, **fields) -> Event:
+    def _stamp(self, event_class: type[E], **fields: Any) -> E:
         """A fresh event from this agent (registry and heartbeat facts, not caused by a command)."""
-        return stamp(name, producer=self._name, agent_id=self._config.agent_id, **fields)
+        return stamp(event_class, producer=self._name, agent_id=self._config.agent_id, **fields)
 
 
 async def run_agent(config: AgentConfig, settings: Settings) -> None:
