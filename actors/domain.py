@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, TypedDict, TypeGuard, TypeVar
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
     BudgetExceeded,
@@ -30,8 +31,9 @@ from swarmlog.schemas.records import (
     VoteCast,
     VoteRequested,
 )
+from swarmlog.topics import CONTROL, TASK_EVENTS, VOTES
 
-TaskKey = tuple[str, str, int, int]  # mission_id, task_id, replica, attempt
+AttemptKey = tuple[str, str, int, int]  # mission_id, task_id, replica, attempt
 E = TypeVar("E", bound=Event)
 # Far above the coordinator's start timeout (15 s: a task not started by then is reassigned), its liveness timeout
 # and a ballot's window, so no command its sender still waits on is ever stale.
@@ -55,7 +57,7 @@ class Order:
     max_steps: int
 
     @property
-    def key(self) -> TaskKey:
+    def key(self) -> AttemptKey:
         """Which (task, replica, attempt) this is."""
         return self.mission_id, self.task_id, self.replica, self.attempt
 
@@ -127,8 +129,8 @@ class AgentState:
     time. Never mutated once built."""
 
     agent_id: str
-    started: frozenset[TaskKey] = frozenset()
-    closed: Mapping[TaskKey, int] = dataclasses.field(default_factory=dict)
+    started: frozenset[AttemptKey] = frozenset()
+    closed: Mapping[AttemptKey, int] = dataclasses.field(default_factory=dict)
     ballots: Mapping[str, int] = dataclasses.field(default_factory=dict)
     throttled: bool = False
     seen_ms: int = 0
@@ -173,8 +175,18 @@ def _pruned(state: AgentState, seen_ms: int) -> AgentState:
     )
 
 
+PROJECTION: Projection[str, AgentState] = Projection(
+    "agent",
+    (TASK_EVENTS, VOTES, CONTROL),  # its task events, its votes, its budget events
+    initial,
+    evolve,
+    snapshot_version=2,  # the checkpoint's encoding (actors/shell/store.py); 1: before it was versioned
+)
+"""An agent's task state, keyed by agent id: what it checkpoints, what its recovery and replay fold."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class Receive:
+class HandleInbox:
     """Decide on one inbox event at now_ms, holding ground-truth version `ground_truth_version`."""
 
     event: Event
@@ -204,7 +216,7 @@ class Reply:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Decision:
+class InboxDecision:
     """Events to write, then effects for the shell to run after they are written."""
 
     events: tuple[Event, ...] = ()
@@ -212,7 +224,7 @@ class Decision:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Rejected:
+class InboxRejected:
     """An inbox record the agent cannot act on (dead-letter it); the state is unchanged."""
 
     reason: str
@@ -229,7 +241,7 @@ def addressee(event: Event) -> str | None:
             return None
 
 
-def stale(command: Receive) -> bool:
+def stale(command: HandleInbox) -> bool:
     """Whether a command was written more than STALE_MS ago: its sender has acted without this agent since."""
     return command.now_ms - command.event.occurred_at > STALE_MS
 
@@ -266,12 +278,12 @@ class TaskFields(TypedDict):
     agent_id: str
 
 
-def task_key(event: TaskAttempt) -> TaskKey:
+def task_key(event: TaskAttempt) -> AttemptKey:
     """The (mission, task, replica, attempt) of a task event."""
     return event.mission_id, event.task_id, event.replica, event.attempt
 
 
-def decide(command: Receive, state: AgentState) -> Decision | Rejected:
+def decide(command: HandleInbox, state: AgentState) -> InboxDecision | InboxRejected:
     """Start a new task, resume an interrupted one, skip a closed one, close a cancelled one, vote once in time.
 
     Events for another agent sharing the slot are not this agent's business; an event that names no agent, or is
@@ -279,15 +291,15 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
     event = command.event
     agent = addressee(event)
     if agent is None:
-        return Rejected(f"{event.name} is not an inbox command")
+        return InboxRejected(f"{event.name} is not an inbox command")
     if agent != state.agent_id:
-        return Decision()
+        return InboxDecision()
     match event:
         case TaskAssigned():
             return _assigned(command, event, state)
         case TaskCancelled():
             if task_key(event) not in state.started:
-                return Decision()
+                return InboxDecision()
             cancelled = emit(
                 event.event_id,
                 "cancelled",
@@ -303,26 +315,28 @@ def decide(command: Receive, state: AgentState) -> Decision | Rejected:
                 completion_tokens=0,
                 latency_ms=0,
             )
-            return Decision((cancelled,))
+            return InboxDecision((cancelled,))
         case VoteRequested():
             ballot = Ballot.of(event)
             late = event.deadline_at <= command.now_ms or stale(command)  # e.g. read again from the log start
-            return Decision() if late or ballot.ballot_id in state.ballots else Decision(effects=(Vote(ballot),))
+            return (
+                InboxDecision() if late or ballot.ballot_id in state.ballots else InboxDecision(effects=(Vote(ballot),))
+            )
         case PeerQuestion():
-            return Decision(effects=(Reply(Question.of(event)),))
+            return InboxDecision(effects=(Reply(Question.of(event)),))
         case _:
-            return Decision()  # a PeerAnswered nobody waits on any more (the wait ended before it came)
+            return InboxDecision()  # a PeerAnswered nobody waits on any more (the wait ended before it came)
 
 
-def _assigned(command: Receive, assigned: TaskAssigned, state: AgentState) -> Decision:
+def _assigned(command: HandleInbox, assigned: TaskAssigned, state: AgentState) -> InboxDecision:
     """A TaskAssigned: nothing when closed, resume when started, nothing when stale, else TaskStarted then work."""
     order = Order.of(assigned)
     if order.key in state.closed:
-        return Decision()
+        return InboxDecision()
     if order.key in state.started:
-        return Decision(effects=(Work(order),))
+        return InboxDecision(effects=(Work(order),))
     if stale(command):
-        return Decision()
+        return InboxDecision()
     started = emit(
         order.cause_id,
         "started",
@@ -332,7 +346,7 @@ def _assigned(command: Receive, assigned: TaskAssigned, state: AgentState) -> De
         **task_fields(assigned),
         ground_truth_version=command.ground_truth_version,
     )
-    return Decision((started,), (Work(order),))
+    return InboxDecision((started,), (Work(order),))
 
 
 def task_fields(event: TaskAttempt) -> TaskFields:

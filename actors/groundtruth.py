@@ -7,7 +7,6 @@ import dataclasses
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import GroundTruthUpdated
 
-GROUND_TRUTH_TOPIC = "swarm.groundtruth"
 DEFAULT_DOCUMENT = "main"
 
 

@@ -47,7 +47,7 @@ MAX_ASKS = 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Wait:
+class PeerWait:
     """A question this run put to a peer and is waiting on; the wait id is also the question id."""
 
     wait_id: str
@@ -68,7 +68,7 @@ class Run:
     completion_tokens: int = 0
     peers: tuple[str, ...] = ()
     asked: int = 0
-    waiting: Wait | None = None
+    waiting: PeerWait | None = None
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -113,7 +113,7 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
             used,
             _closing(run, usage, TaskFailed, failure="MALFORMED_OUTPUT", detail=action.reason, raw_output=text),
         ), None
-    taken = _event(
+    step_taken = _event(
         run,
         f"step-{step}",
         TaskStepTaken,
@@ -127,19 +127,19 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
     if action.kind == ANSWER:
         return (
             used,
-            taken,
+            step_taken,
             _closing(run, usage, TaskCompleted, output=action.content, confidence=action.confidence),
         ), None
     if action.kind == FAIL:
         return (
             used,
-            taken,
+            step_taken,
             _closing(run, usage, TaskFailed, failure="GAVE_UP", detail=action.content, raw_output=None),
         ), None
     run = dataclasses.replace(run, notes=(*run.notes, f"{action.kind}: {action.content}"))
     if action.kind == ASK:
         assert action.target is not None  # parse_action guarantees an ask's target
-        wait = Wait(f"{run.order.cause_id}/wait-{step}", action.target, action.content)
+        wait = PeerWait(f"{run.order.cause_id}/wait-{step}", action.target, action.content)
         started = emit(
             run.order.cause_id,
             f"wait-{step}",
@@ -152,8 +152,8 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
             mission_id=run.order.mission_id,
             task_id=run.order.task_id,
         )
-        return (used, taken, started), dataclasses.replace(run, asked=run.asked + 1, waiting=wait)
-    return (used, taken), run
+        return (used, step_taken, started), dataclasses.replace(run, asked=run.asked + 1, waiting=wait)
+    return (used, step_taken), run
 
 
 def question(run: Run, reply_slot: int, now_ms: int) -> PeerQuestion:
@@ -229,7 +229,7 @@ def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[Toke
     return used, answered
 
 
-def taken(events: Sequence[Event]) -> TaskStepTaken | None:
+def step_taken(events: Sequence[Event]) -> TaskStepTaken | None:
     """The TaskStepTaken among a step's events, if the model's output was a valid action."""
     return next((event for event in events if isinstance(event, TaskStepTaken)), None)
 
@@ -275,7 +275,7 @@ def ballot_prompt(ballot: Ballot) -> str:
     return vote_prompt(ballot.candidates)
 
 
-def cast(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event, ...]:
+def vote_events(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event, ...]:
     """TokensUsed, then VoteCast when the output is a valid vote (else the agent abstains)."""
     used = _tokens(ballot.cause_id, 1, agent_id, usage, ballot.mission_id, None)
     action = parse_action(text, (VOTE,), tuple(ballot.candidates))

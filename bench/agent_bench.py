@@ -33,9 +33,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from swarmlog import topics
 from swarmlog.actors.brains import Brain, open_brain
 from swarmlog.actors.domain import Order
-from swarmlog.actors.shell.agent import INBOX_TOPIC, Agent, AgentConfig
+from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
 from swarmlog.actors.steps import Run
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
@@ -134,7 +135,7 @@ async def loop_round(
     async with EventProducer(settings, client_id="bench-coordinator") as producer:
         for n in range(args.tasks):
             event = assigned(mission_id, n, args.max_steps, round_ * args.tasks)
-            await producer.send(INBOX_TOPIC, event, key=AGENT_ID, partition=SLOT)
+            await producer.send(topics.INBOX, event, key=AGENT_ID, partition=SLOT)
     closed = lambda: watch.named(TaskCompleted, TaskFailed, mission_id=mission_id)
     await watch.wait_for(lambda: len(closed()) >= args.tasks, args.timeout_s)
     started = min(e.occurred_at for e in watch.named(TaskStarted, mission_id=mission_id))
@@ -160,7 +161,7 @@ async def measure(
         heartbeat_s=args.heartbeat_s,
     )
     measured = Measured()
-    agent = Agent(config, settings, brain)
+    agent = AgentProcess(config, settings, brain)
     async with agent_events(settings) as watch:
         running = asyncio.create_task(agent.run())
         try:

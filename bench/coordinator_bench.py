@@ -34,8 +34,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from swarmlog import topics
 from swarmlog.actors.brains.scripted import ScriptedBrain
-from swarmlog.actors.shell.agent import Agent, AgentConfig
+from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
 from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics
@@ -48,7 +49,6 @@ from swarmlog.schemas.records import AgentEnlisted, ConsensusSpec, MissionSubmit
 from swarmlog.services import open_broker
 from swarmlog.settings import Settings
 
-TASKS_TOPIC = "swarm.tasks.events"
 FLOOR_TOPIC = "bench.floor"
 WARMUP = 5
 RUNS = {"1 region": ("region-0",), "2 regions": ("region-1", "region-2")}
@@ -105,7 +105,7 @@ def bench_settings(bootstrap: str, agents: int) -> Settings:
 
 def task_starts(settings: Settings) -> Collector:
     """The TaskStarted events on the task events topic from now on, collected in the background."""
-    return Collector(settings, TASKS_TOPIC, start="end", keep=lambda event: isinstance(event, TaskStarted))
+    return Collector(settings, topics.TASK_EVENTS, start="end", keep=lambda event: isinstance(event, TaskStarted))
 
 
 async def started_at(observer: Collector, mission_id: str, tasks: int, timeout_s: float = 120) -> dict[str, int]:
@@ -146,7 +146,7 @@ async def submit(producer: EventProducer, region: str, capability: str, tasks: i
         consensus=ConsensusSpec(strategy="MAJORITY", window_ms=30_000, quorum=0.5),
         submitted_by="bench",
     )
-    await producer.send("swarm.missions", event, key=mission_id)
+    await producer.send(topics.MISSIONS, event, key=mission_id)
     return mission_id, event.occurred_at
 
 
@@ -208,7 +208,7 @@ async def region_up(settings: Settings, region: str, agents: int, workdir: Path)
             stderr=subprocess.STDOUT,
         )
     crew = {
-        f"{capability}-{n}": Agent(
+        f"{capability}-{n}": AgentProcess(
             AgentConfig(
                 agent_id=f"{capability}-{n}",
                 capabilities=(capability,),

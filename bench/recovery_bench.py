@@ -198,8 +198,8 @@ async def write(bootstrap: str, partition: int, batches: Iterator[list[Event]], 
 
 
 async def recovered(
-    settings: Settings, partition: int, empty: State, snapshot: snapshots.Folded | None
-) -> tuple[snapshots.Folded, float]:
+    settings: Settings, partition: int, empty: State, snapshot: snapshots.FoldedJournal | None
+) -> tuple[snapshots.FoldedJournal, float]:
     """The journal partition recovered (from `snapshot` when given), and the seconds it took."""
     consumer = reader(settings, "bench-recovery", transactional=False)
     await consumer.start()

@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.table import Table
 
+from swarmlog import topics
 from swarmlog.collector import collector_paused
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.replay import history, source
@@ -47,7 +48,7 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
         envelope: dict[str, Any] = {"event_id": f"e-{n}", "occurred_at": at, "producer": "bench"}
         if n < AGENTS:
             yield (
-                "swarm.agents.registry",
+                topics.REGISTRY,
                 AgentRegistered(
                     **envelope,
                     agent_id=agent,
@@ -61,7 +62,7 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
             )
         elif kind < 6:
             yield (
-                "swarm.agents.heartbeats",
+                topics.HEARTBEATS,
                 AgentHeartbeat(
                     **envelope,
                     agent_id=agent,
@@ -74,7 +75,7 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
             )
         elif kind < 9:
             yield (
-                "swarm.usage",
+                topics.USAGE,
                 TokensUsed(**envelope, agent_id=agent, generation_id=f"g-{n}", prompt_tokens=30, completion_tokens=20),
             )
         else:
@@ -85,7 +86,7 @@ def events(count: int) -> Iterator[tuple[str, Event]]:
             }
             started = n % 20 == 9
             yield (
-                "swarm.waits",
+                topics.WAITS,
                 WaitStarted(**envelope, **wait) if started else WaitEnded(**envelope, **wait, outcome="ANSWERED"),
             )
 

@@ -44,7 +44,7 @@ from aiokafka import AIOKafkaProducer
 from rich.console import Console
 from rich.table import Table
 
-from swarmlog import logs
+from swarmlog import logs, topics
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.state import FINAL_TASK
 from swarmlog.kafka.admin import ensure_topics
@@ -56,7 +56,6 @@ from swarmlog.topics import catalog
 sys.path[:0] = [str(Path(__file__).parents[1] / "tests")]
 from coordinator.live import attempts
 
-JOURNAL = "swarm.coordinator.journal"
 GARBAGE = {"empty": b"", "one byte": b"\x00", "magic alone": b"\xc3\x01", "64 random bytes": None}
 CAPABILITIES = "coding,review,decision_making"
 AFTER_BOUNCE_S = 60  # a process that dies on its own this soon after a bounce counts against that bounce
@@ -245,7 +244,7 @@ async def soak(
     began = time.monotonic()
     end = began + args.minutes * 60
     follows: list[asyncio.Task[None]] = []
-    topics = [spec.name for spec in catalog(settings) if spec.name != JOURNAL]
+    topics = [spec.name for spec in catalog(settings) if spec.name != topics.JOURNAL]
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, enable_idempotence=True, acks="all")
     await producer.start()
     due_mission = due_kill = due_garbage = due_sample = began

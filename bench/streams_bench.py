@@ -35,6 +35,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from rich.console import Console
 from rich.table import Table
 
+from swarmlog import topics
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.collecting import Collector
 from swarmlog.schemas.codec import default_codec
@@ -60,12 +61,12 @@ from agent_harness import start_agent
 from worker_harness import Worker
 
 REGISTRY, HEARTBEATS, USAGE, CONTROL, WAITS, ALERTS = (
-    "swarm.agents.registry",
-    "swarm.agents.heartbeats",
-    "swarm.usage",
-    "swarm.control",
-    "swarm.waits",
-    "swarm.alerts",
+    topics.REGISTRY,
+    topics.HEARTBEATS,
+    topics.USAGE,
+    topics.CONTROL,
+    topics.WAITS,
+    topics.ALERTS,
 )
 REGION, FIRST_SLOT, LIVENESS_TIMEOUT_MS, HEARTBEAT_S = "region-0", 48, 2000, 0.25
 FAKE_AGENTS, BUDGET_TOKENS = 50, 100_000

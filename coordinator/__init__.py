@@ -2,11 +2,12 @@
 
 from swarmlog.coordinator.commands import Command, Decision, Receive, Rejected, Tick
 from swarmlog.coordinator.decide import decide
-from swarmlog.coordinator.evolve import evolve
+from swarmlog.coordinator.evolve import PROJECTION, evolve
 from swarmlog.coordinator.state import INITIAL, Config, State, initial
 
 __all__ = [
     "INITIAL",
+    "PROJECTION",
     "Command",
     "Config",
     "Decision",

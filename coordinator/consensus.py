@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator.state import DONE, Ballot, Candidate, ConsensusSpec, Mission, TaskSpec
+from swarmlog.coordinator.state import DONE, BallotTally, Candidate, ConsensusSpec, MissionState, TaskSpec
 
 
-def _work(mission: Mission) -> list[TaskSpec]:
+def _work(mission: MissionState) -> list[TaskSpec]:
     """The mission's WORK specs in plan order."""
     return [spec for spec in mission.tasks.values() if spec.kind == "WORK"]
 
 
-def _outputs(mission: Mission, specs: list[TaskSpec]) -> list[tuple[str, int, str, str]]:
+def _outputs(mission: MissionState, specs: list[TaskSpec]) -> list[tuple[str, int, str, str]]:
     """(task_id, replica, agent_id, output) of every succeeded replica of these specs, in plan then replica order."""
     found = []
     for spec in specs:
@@ -21,7 +21,7 @@ def _outputs(mission: Mission, specs: list[TaskSpec]) -> list[tuple[str, int, st
     return found
 
 
-def candidates(mission: Mission) -> tuple[Candidate, ...]:
+def candidates(mission: MissionState) -> tuple[Candidate, ...]:
     """The distinct outputs of the leaf tasks' replicas, each named after the first replica that gave it."""
     work = _work(mission)
     depended_on = {dep for spec in work for dep in spec.depends_on}
@@ -32,12 +32,12 @@ def candidates(mission: Mission) -> tuple[Candidate, ...]:
     return tuple(chosen.values())
 
 
-def voters(mission: Mission) -> tuple[str, ...]:
+def voters(mission: MissionState) -> tuple[str, ...]:
     """The agents that produced outputs in the WORK phase, in order of first output."""
     return tuple(dict.fromkeys(agent_id for _, _, agent_id, _ in _outputs(mission, _work(mission))))
 
 
-def leader(ballot: Ballot, strategy: str) -> tuple[Candidate, float] | None:
+def leader(ballot: BallotTally, strategy: str) -> tuple[Candidate, float] | None:
     """The candidate with the most (confidence-weighted) votes and its share; ties go to the earlier candidate."""
     if not ballot.votes:
         return None
@@ -49,7 +49,7 @@ def leader(ballot: Ballot, strategy: str) -> tuple[Candidate, float] | None:
     return best, (weights[best.candidate_id] / total if total else 0.0)
 
 
-def decided(ballot: Ballot, spec: ConsensusSpec) -> bool:
+def decided(ballot: BallotTally, spec: ConsensusSpec) -> bool:
     """Whether the ballot can close now: every voter voted, or a quorum voted and the leader has a majority."""
     if len(ballot.votes) == len(ballot.voters):
         return True

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from swarmlog.coordinator import routing
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import DONE, RUNNING, Agent, Mission, TaskKey, TaskSpec
+from swarmlog.coordinator.state import DONE, RUNNING, EnlistedAgent, MissionState, ReplicaKey, TaskSpec
 from swarmlog.schemas.records import TaskAssigned, TaskQueued, TaskReassigned
 
 
@@ -35,7 +35,7 @@ def drain(draft: Draft) -> None:
         _assign(draft, mission_id, mission.tasks[task_id], index, mission.replica(task_id, index).attempt)
 
 
-def reassign(draft: Draft, key: TaskKey, agent_id: str, reason: str) -> None:
+def reassign(draft: Draft, key: ReplicaKey, agent_id: str, reason: str) -> None:
     """Take the running attempt away from its agent; the mission routes the next attempt."""
     mission_id, task_id, index = key
     attempt = draft.state.missions[mission_id].replica(task_id, index).attempt
@@ -82,25 +82,25 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     return True
 
 
-def _on_siblings(mission: Mission, spec: TaskSpec, index: int) -> frozenset[str]:
+def _on_siblings(mission: MissionState, spec: TaskSpec, index: int) -> frozenset[str]:
     """Agents running or done on the task's other replicas: a replica never shares an agent with its siblings."""
     siblings = (mission.replica(spec.task_id, other) for other in range(spec.replicas) if other != index)
     return frozenset(replica.agent_id for replica in siblings if replica.status in (RUNNING, DONE) and replica.agent_id)
 
 
-def _fresh_capable_agent(spec: TaskSpec, agents: Iterable[Agent], excluded: frozenset[str]) -> bool:
+def _fresh_capable_agent(spec: TaskSpec, agents: Iterable[EnlistedAgent], excluded: frozenset[str]) -> bool:
     """Whether some alive agent outside `excluded` could take the task, now or once it is idle."""
     return any(agent.alive and agent.agent_id not in excluded and routing.capable(spec, agent) for agent in agents)
 
 
-def _inputs(mission: Mission, spec: TaskSpec) -> dict[str, str]:
+def _inputs(mission: MissionState, spec: TaskSpec) -> dict[str, str]:
     """The outputs a task receives: its dependencies' (first succeeded replica), or the consensus for FINAL."""
     if spec.kind == "FINAL":
         return {"consensus": mission.decision or ""}
     return {dep: output(mission, dep) or "" for dep in spec.depends_on}
 
 
-def output(mission: Mission, task_id: str) -> str | None:
+def output(mission: MissionState, task_id: str) -> str | None:
     """The output of a task's first succeeded replica, if any."""
     for index in range(mission.tasks[task_id].replicas):
         replica = mission.replica(task_id, index)

@@ -1,4 +1,5 @@
-"""evolve: the coordinator's state after one of its journal events (total, pure, copies only what changes)."""
+"""evolve: the coordinator's state after one of its journal events (total, pure, copies only what changes), and
+`PROJECTION`, the descriptor every fold of that state (the live coordinator, its recovery, replay, status) takes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from swarmlog import topics
 from swarmlog.coordinator import plan
 from swarmlog.coordinator.state import (
     CANCELLED,
@@ -17,15 +19,18 @@ from swarmlog.coordinator.state import (
     PENDING,
     QUEUED,
     RUNNING,
-    Agent,
-    Ballot,
+    BallotTally,
     Candidate,
+    Config,
     ConsensusSpec,
-    Mission,
+    EnlistedAgent,
+    MissionState,
+    ReplicaKey,
     State,
-    TaskKey,
+    initial,
 )
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import (
     AgentDelisted,
     AgentEnlisted,
@@ -155,17 +160,17 @@ def _note_handled(state: State, event: Event) -> State:
     return _put(state, dataclasses.replace(mission, handled=mission.handled | {cause}))
 
 
-def _put(state: State, mission: Mission) -> State:
+def _put(state: State, mission: MissionState) -> State:
     """The state with one mission replaced."""
     return dataclasses.replace(state, missions={**state.missions, mission.mission_id: mission})
 
 
-def _put_agent(state: State, agent: Agent) -> State:
+def _put_agent(state: State, agent: EnlistedAgent) -> State:
     """The state with one agent replaced."""
     return dataclasses.replace(state, agents={**state.agents, agent.agent_id: agent})
 
 
-def _key(event: ReplicaEvent) -> TaskKey:
+def _key(event: ReplicaEvent) -> ReplicaKey:
     """The (mission, task, replica) an event is about."""
     return event.mission_id, event.task_id, event.replica
 
@@ -178,7 +183,7 @@ def _set_replica(state: State, event: ReplicaEvent, **changes: Any) -> State:
     return _put(state, dataclasses.replace(mission, replicas={**mission.replicas, at: replica}))
 
 
-def _free(state: State, agent_id: str, key: TaskKey) -> State:
+def _free(state: State, agent_id: str, key: ReplicaKey) -> State:
     """The state with the agent no longer holding that task (if it did)."""
     agent = state.agents.get(agent_id)
     if agent is None or agent.task != key:
@@ -186,7 +191,7 @@ def _free(state: State, agent_id: str, key: TaskKey) -> State:
     return _put_agent(state, dataclasses.replace(agent, task=None))
 
 
-def _unqueue(state: State, keep: Callable[[TaskKey], bool]) -> State:
+def _unqueue(state: State, keep: Callable[[ReplicaKey], bool]) -> State:
     """The state with the queue entries that fail `keep` removed."""
     queue = tuple(key for key in state.queue if keep(key))
     return state if len(queue) == len(state.queue) else dataclasses.replace(state, queue=queue)
@@ -196,7 +201,7 @@ def _accepted(state: State, event: MissionAccepted) -> State:
     consensus = event.consensus
     return _put(
         state,
-        Mission(
+        MissionState(
             mission_id=event.mission_id,
             title=event.title,
             submitted_at=event.submitted_at,
@@ -274,7 +279,7 @@ def _result(state: State, event: TaskResultRecorded) -> State:
 
 
 def _enlisted(state: State, event: AgentEnlisted) -> State:
-    known = state.agents.get(event.agent_id) or Agent(event.agent_id, event.region, event.slot, frozenset())
+    known = state.agents.get(event.agent_id) or EnlistedAgent(event.agent_id, event.region, event.slot, frozenset())
     return _put_agent(
         state,
         dataclasses.replace(
@@ -290,7 +295,7 @@ def _enlisted(state: State, event: AgentEnlisted) -> State:
 
 def _vote_requested(state: State, event: VoteRequested) -> State:
     mission = state.missions[event.mission_id]
-    ballot = mission.ballot or Ballot(
+    ballot = mission.ballot or BallotTally(
         ballot_id=event.ballot_id,
         candidates=tuple(Candidate(c.candidate_id, c.agent_id, c.output) for c in event.candidates),
         opened_at=event.occurred_at,
@@ -312,3 +317,14 @@ def _vote_recorded(state: State, event: VoteRecorded) -> State:
 def _ended(state: State, mission_id: str, phase: str, at_ms: int) -> State:
     ended = dataclasses.replace(state.missions[mission_id], phase=phase, ended_at=at_ms)
     return _unqueue(_put(state, ended), lambda queued: queued[0] != mission_id)
+
+
+PROJECTION: Projection[Config, State] = Projection(
+    name="coordinator",
+    topics=(topics.JOURNAL,),
+    initial=initial,
+    evolve=evolve,
+    snapshot_version=1,
+)
+"""One region's coordinator: the fold of its journal partition. Bump `snapshot_version` when `evolve` gives an old
+snapshot's state another meaning (its fields' layout is checked on its own: `coordinator.shell.folded`)."""

@@ -4,7 +4,7 @@ A record that does not decode is never guessed at: it is noted as `Unreadable`, 
 acceptable is decided once the whole partition is read: a `JournalRecordsSkipped` event (written by
 `swarmlog coordinator repair`) records offsets an operator found undecodable and chose to pass over. It covers only
 offsets before its own, and only records that do not decode: a record that decodes is always folded, so a repair
-can never erase a decision that was acted on. `Folded.unresolved` is what is left; a coordinator refuses to start
+can never erase a decision that was acted on. `FoldedJournal.unresolved` is what is left; a coordinator refuses to start
 while it is not empty, and status and replay report it.
 
 Pure: the shell decodes records and hands this module events or the reason they did not decode.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from swarmlog.coordinator.evolve import evolve
+from swarmlog.coordinator.evolve import PROJECTION
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import JournalRecordsSkipped
@@ -65,7 +65,7 @@ class Origin:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Folded:
+class FoldedJournal:
     """A prefix of one region's journal, folded: recovery and the live loop advance it with the same `fold`.
 
     `offset` is the last offset read, `tip` the (offset, event id) of the last event that decoded, `last` the events
@@ -81,14 +81,14 @@ class Folded:
     unreadable: tuple[Unreadable, ...] = ()
     origin: Origin | None = None
 
-    def fold(self, event: Event, offset: int) -> Folded:
+    def fold(self, event: Event, offset: int) -> FoldedJournal:
         """After one more journal event at `offset`: clock = the latest occurred_at, last = its decision's events.
 
         A repair changes no state and is not a decision: it only adds to `skips`."""
         tip = (offset, event.event_id)
         skip = skip_of(event, offset)
         if skip is not None:
-            return Folded(
+            return FoldedJournal(
                 self.state,
                 max(self.clock, event.occurred_at),
                 offset,
@@ -99,8 +99,8 @@ class Folded:
                 self.origin,
             )
         same = bool(self.last) and self.last[-1].causation_id == event.causation_id
-        return Folded(
-            evolve(self.state, event),
+        return FoldedJournal(
+            PROJECTION.evolve(self.state, event),
             max(self.clock, event.occurred_at),
             offset,
             (*self.last, event) if same else (event,),
@@ -110,7 +110,7 @@ class Folded:
             self.origin,
         )
 
-    def pass_over(self, offset: int, reason: str) -> Folded:
+    def pass_over(self, offset: int, reason: str) -> FoldedJournal:
         """After a record at `offset` that did not decode: noted, nothing guessed."""
         return dataclasses.replace(self, offset=offset, unreadable=(*self.unreadable, Unreadable(offset, reason)))
 

@@ -16,7 +16,7 @@ from swarmlog.coordinator.state import (
     PLAN_TASK,
     RUNNING,
     Config,
-    Mission,
+    MissionState,
     TaskSpec,
 )
 from swarmlog.schemas.records import (
@@ -93,7 +93,7 @@ def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
                 voting.close_if_expired(draft, draft.state.missions[mission.mission_id])
 
 
-def _retire_if_due(draft: Draft, mission: Mission) -> None:
+def _retire_if_due(draft: Draft, mission: MissionState) -> None:
     """MissionRetired once the ended mission has been kept for the retention."""
     ended_at = mission.ended_at if mission.ended_at is not None else mission.submitted_at
     if draft.now_ms - ended_at >= draft.state.config.retain_ended_ms:
@@ -109,7 +109,7 @@ def advance(draft: Draft, mission_id: str) -> None:
             return
 
 
-def _step(draft: Draft, mission: Mission) -> None:
+def _step(draft: Draft, mission: MissionState) -> None:
     """One look at the mission in its current phase."""
     if mission.token_budget is not None and mission.tokens > mission.token_budget:
         fail(draft, mission, f"token budget exceeded: used {mission.tokens} of {mission.token_budget}")
@@ -119,7 +119,7 @@ def _step(draft: Draft, mission: Mission) -> None:
         _run_phase(draft, mission, [spec for spec in mission.tasks.values() if spec.kind == _KIND[mission.phase]])
 
 
-def _run_phase(draft: Draft, mission: Mission, specs: list[TaskSpec]) -> None:
+def _run_phase(draft: Draft, mission: MissionState, specs: list[TaskSpec]) -> None:
     """Fail on a task that failed for good, finish the phase when all are done, else route what is ready."""
     for spec in specs:
         if all(mission.replica(spec.task_id, i).status == FAILED for i in range(spec.replicas)):
@@ -135,13 +135,13 @@ def _run_phase(draft: Draft, mission: Mission, specs: list[TaskSpec]) -> None:
                     route(draft, mission.mission_id, spec, index)
 
 
-def _finished(mission: Mission, task_id: str) -> bool:
+def _finished(mission: MissionState, task_id: str) -> bool:
     """Whether every replica of a task ended and at least one succeeded."""
     statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
     return statuses <= {DONE, FAILED} and DONE in statuses
 
 
-def _finish_phase(draft: Draft, mission: Mission) -> None:
+def _finish_phase(draft: Draft, mission: MissionState) -> None:
     """PLANNING adopts its plan (or fails), WORK opens consensus, FINAL completes the mission."""
     mission_id = mission.mission_id
     if mission.phase == "PLANNING":
@@ -158,7 +158,7 @@ def _finish_phase(draft: Draft, mission: Mission) -> None:
         _complete(draft, mission, [output(mission, FINAL_TASK) or ""])
 
 
-def _after_consensus(draft: Draft, mission: Mission) -> None:
+def _after_consensus(draft: Draft, mission: MissionState) -> None:
     """Open the ballot; once decided, start FINAL, or complete when the mission has no final action."""
     if mission.decision is None:
         if mission.ballot is None:
@@ -169,18 +169,18 @@ def _after_consensus(draft: Draft, mission: Mission) -> None:
         _complete(draft, mission, [mission.decision])
 
 
-def fail(draft: Draft, mission: Mission, reason: str) -> None:
+def fail(draft: Draft, mission: MissionState, reason: str) -> None:
     """Cancel its running attempts and emit MissionFailed."""
     _end(draft, mission, MissionFailed, f"mission failed: {reason}", reason=reason, outputs=[])
 
 
-def _complete(draft: Draft, mission: Mission, outputs: list[str]) -> None:
+def _complete(draft: Draft, mission: MissionState, outputs: list[str]) -> None:
     """Emit MissionCompleted."""
     _end(draft, mission, MissionCompleted, "mission completed", success=True, outputs=outputs)
 
 
 def _end(
-    draft: Draft, mission: Mission, kind: type[MissionCompleted | MissionFailed], cancel_reason: str, **fields: Any
+    draft: Draft, mission: MissionState, kind: type[MissionCompleted | MissionFailed], cancel_reason: str, **fields: Any
 ) -> None:
     """Cancel the mission's running attempts, then emit its final event with the mission's counters."""
     mission_id = mission.mission_id

@@ -7,7 +7,7 @@ from typing import Any
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.dispatch import reassign
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import RUNNING, Mission, Replica
+from swarmlog.coordinator.state import RUNNING, MissionState, Replica
 from swarmlog.schemas.records import TaskCompleted, TaskFailed, TaskReleased, TaskResultRecorded
 
 AttemptEvent = TaskCompleted | TaskFailed | TaskReleased
@@ -66,7 +66,7 @@ def _record(draft: Draft, event: TaskCompleted | TaskFailed, **result: Any) -> R
 
 def _replica(draft: Draft, event: AttemptEvent) -> Replica | Rejected | None:
     """The replica a task event is about; None for a mission this region does not run (or no longer runs)."""
-    mission: Mission | None = draft.state.missions.get(event.mission_id)
+    mission: MissionState | None = draft.state.missions.get(event.mission_id)
     if mission is None or not mission.active:
         return None
     spec = mission.tasks.get(event.task_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from swarmlog.coordinator.state import DECISION_MAKING, Agent, TaskSpec
+from swarmlog.coordinator.state import DECISION_MAKING, EnlistedAgent, TaskSpec
 
 NO_REQUIREMENTS_SCORE = 0.5
 
@@ -16,12 +16,12 @@ def score(required: frozenset[str], capabilities: frozenset[str]) -> float:
     return len(required & capabilities) / len(required | capabilities)
 
 
-def available(agent: Agent) -> bool:
+def available(agent: EnlistedAgent) -> bool:
     """Whether an agent can take a task now: alive, idle and not throttled."""
     return agent.alive and not agent.busy and not agent.throttled
 
 
-def capable(spec: TaskSpec, agent: Agent) -> bool:
+def capable(spec: TaskSpec, agent: EnlistedAgent) -> bool:
     """Whether the agent's capabilities fit the task at all (busy or not): score above 0, decision_making for FINAL."""
     if spec.kind == "FINAL" and DECISION_MAKING not in agent.capabilities:
         return False
@@ -29,8 +29,8 @@ def capable(spec: TaskSpec, agent: Agent) -> bool:
 
 
 def choose(
-    spec: TaskSpec, agents: Iterable[Agent], exclude: frozenset[str] = frozenset()
-) -> tuple[Agent, float] | None:
+    spec: TaskSpec, agents: Iterable[EnlistedAgent], exclude: frozenset[str] = frozenset()
+) -> tuple[EnlistedAgent, float] | None:
     """The best available agent outside `exclude` and its score: highest score, then lowest load, then id."""
     eligible = [
         (score(spec.required_capabilities, agent.capabilities), agent)

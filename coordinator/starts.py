@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from swarmlog.coordinator.dispatch import reassign
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import RUNNING, Mission
+from swarmlog.coordinator.state import RUNNING, MissionState
 from swarmlog.schemas.records import TaskCancelled, TaskStarted, TaskStartRecorded
 
 
@@ -32,7 +32,7 @@ def on_started(draft: Draft, started: TaskStarted) -> None:
     )
 
 
-def take_back_unstarted(draft: Draft, mission: Mission, inputs_since_ms: int) -> None:
+def take_back_unstarted(draft: Draft, mission: MissionState, inputs_since_ms: int) -> None:
     """Cancel on its agent, and reassign, every running attempt not started within the start timeout of its assignment
     (or of `inputs_since_ms`, when the coordinator could not read the start before then)."""
     timeout_ms = draft.state.config.start_timeout_ms

@@ -32,7 +32,7 @@ COMPLETED = "COMPLETED"
 MISSION_FAILED = "FAILED"
 ENDED = frozenset({COMPLETED, MISSION_FAILED})
 
-TaskKey = tuple[str, str, int]
+ReplicaKey = tuple[str, str, int]
 """(mission_id, task_id, replica): one replica of one task, the unit that is assigned and queued."""
 
 
@@ -47,7 +47,7 @@ class Config:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Agent:
+class EnlistedAgent:
     """An enlisted agent as routing sees it."""
 
     agent_id: str
@@ -57,7 +57,7 @@ class Agent:
     model: str = ""
     alive: bool = True
     throttled: bool = False
-    task: TaskKey | None = None
+    task: ReplicaKey | None = None
     load: int = 0
 
     @property
@@ -104,7 +104,7 @@ class Candidate:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Ballot:
+class BallotTally:
     """The mission's single consensus ballot and the votes recorded so far."""
 
     ballot_id: str
@@ -125,7 +125,7 @@ class ConsensusSpec:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Mission:
+class MissionState:
     """A mission this region runs: its plan, progress, ballot and counters."""
 
     mission_id: str
@@ -137,7 +137,7 @@ class Mission:
     tasks: Mapping[str, TaskSpec]
     phase: str = ACCEPTED
     replicas: Mapping[tuple[str, int], Replica] = dataclasses.field(default_factory=dict)
-    ballot: Ballot | None = None
+    ballot: BallotTally | None = None
     decision: str | None = None
     consensus_ms: int | None = None
     tokens: int = 0
@@ -163,9 +163,9 @@ class State:
     """Everything the coordinator of one region knows: a fold of its journal."""
 
     config: Config = Config()
-    agents: Mapping[str, Agent] = dataclasses.field(default_factory=dict)
-    missions: Mapping[str, Mission] = dataclasses.field(default_factory=dict)
-    queue: tuple[TaskKey, ...] = ()
+    agents: Mapping[str, EnlistedAgent] = dataclasses.field(default_factory=dict)
+    missions: Mapping[str, MissionState] = dataclasses.field(default_factory=dict)
+    queue: tuple[ReplicaKey, ...] = ()
     rejected: frozenset[str] = frozenset()
     retired: Set[str] = PSet()
     """Retired missions' ids: a persistent set, so that retiring one costs O(log n), not a copy of them all."""

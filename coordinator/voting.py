@@ -5,12 +5,12 @@ from __future__ import annotations
 from swarmlog.coordinator import consensus
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import Mission
+from swarmlog.coordinator.state import MissionState
 from swarmlog.schemas import records
 from swarmlog.schemas.records import ConsensusReached, ConsensusTimedOut, VoteCast, VoteRecorded, VoteRequested
 
 
-def open_ballot(draft: Draft, mission: Mission) -> None:
+def open_ballot(draft: Draft, mission: MissionState) -> None:
     """Ask every voter to choose among the candidates; a single candidate is reached at once."""
     candidates = consensus.candidates(mission)
     voters = consensus.voters(mission)
@@ -88,7 +88,7 @@ def on_vote_cast(draft: Draft, vote: VoteCast) -> Rejected | None:
     return None
 
 
-def close_if_expired(draft: Draft, mission: Mission) -> None:
+def close_if_expired(draft: Draft, mission: MissionState) -> None:
     """Time the ballot out once its window has passed: the leader proceeds, or the first candidate if no vote came."""
     ballot = mission.ballot
     if ballot is None or mission.decision is not None or draft.now_ms < ballot.deadline_at:

@@ -10,46 +10,47 @@ from typing import Any, Literal
 import msgspec
 
 from swarmlog.actors import domain as agent
+from swarmlog.coordinator import PROJECTION as COORDINATOR
 from swarmlog.coordinator import Config, State
-from swarmlog.coordinator import evolve as coordinator_evolve
-from swarmlog.coordinator import initial as coordinator_initial
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import MissionRetired
 from swarmlog.streams import budgets, registry, waitgraph
-from swarmlog.streams.app.config import knob
 
-JOURNAL = "swarm.coordinator.journal"
 KeyKind = Literal["region", "agent", "mission"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Component:
-    """A fold the replay can run: `start(key, regions)` is its initial state, `evolve` the very live function."""
+    """A state the replay can rebuild: its projection (topics, initial state, the very live `evolve`), how a replay
+    key picks its instance (`start(key, regions)`), and how it is shown and compared with its live table."""
 
     name: str
     doc: str
-    topics: tuple[str, ...]
+    projection: Projection[Any, Any]
     start: Callable[[str, tuple[str, ...]], Any]
-    evolve: Callable[[Any, Event], Any]
     key: KeyKind | None = None
     table: str | None = None
     """The Faust table that holds it live, if any."""
     from_table: Callable[[Mapping[str, Any]], Any] | None = None
     """The state that table's values (by table key) make up: the live side of a diff."""
-    evolve_all: Callable[[Any, Iterable[Event]], Any] | None = None
-    """The fold's own batch form of `evolve` over many events, where it has one (same result, less copying)."""
     rows: Callable[[Any], Mapping[str, Any]] | None = None
     """A state's table rows, where that table is partitioned like its topics: its entries expire on their own
     partition's event time, so each partition folds on its own and their rows make up the state (`from_table`)."""
 
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The topics its projection folds."""
+        return self.projection.topics
+
+    @property
+    def evolve(self) -> Callable[[Any, Event], Any]:
+        """Its projection's fold of one event."""
+        return self.projection.evolve
+
     def fold(self, state: Any, events: Iterable[Event]) -> Any:
         """The state after `events` in order."""
-        if self.evolve_all is not None:
-            return self.evolve_all(state, events)
-        evolve = self.evolve
-        for event in events:
-            state = evolve(state, event)
-        return state
+        return self.projection.fold(state, events)
 
     def partitions(self, key: str | None, regions: tuple[str, ...]) -> tuple[int, ...] | None:
         """The source partitions (None: all): a region's coordinator reads its own journal partition only."""
@@ -77,22 +78,21 @@ class Component:
 
 
 def _coordinator(region: str, regions: tuple[str, ...]) -> State:
-    return coordinator_initial(Config(region, regions))
+    return COORDINATOR.initial(Config(region, regions))
 
 
 def _swarm(_: str, regions: tuple[str, ...]) -> State:
     """Every region's journal in one state: regions share no mission and no agent, so their folds do not meet."""
-    return coordinator_initial(Config(regions[0], regions))
-
-
-def _budgets(agents: dict[str, budgets.AgentUsage]) -> budgets.Budgets:
-    """Budgets with the window the streams worker folds with (its SWARMLOG_STREAMS_BUDGET_WINDOW_MS)."""
-    return budgets.Budgets(agents, window_ms=knob("budget_window_ms"))
+    return COORDINATOR.initial(Config(regions[0], regions))
 
 
 def _keeping_retired(state: State, event: Event) -> State:
     """The coordinator's fold, but a retired mission stays: this view is for looking at one mission after the fact."""
-    return state if isinstance(event, MissionRetired) else coordinator_evolve(state, event)
+    return state if isinstance(event, MissionRetired) else COORDINATOR.evolve(state, event)
+
+
+MISSIONS_KEPT = dataclasses.replace(COORDINATOR, name="mission", evolve=_keeping_retired)
+"""The coordinators' projection over the whole journal, keeping the missions it retires."""
 
 
 def _mission_view(state: State, mission_id: str) -> dict[str, Any]:
@@ -113,57 +113,48 @@ COMPONENTS: dict[str, Component] = {
         Component(
             "coordinator",
             "one region's coordinator: the fold of its journal partition",
-            (JOURNAL,),
+            COORDINATOR,
             _coordinator,
-            coordinator_evolve,
             key="region",
         ),
         Component(
             "mission",
             "one mission as the coordinators see it (the whole journal)",
-            (JOURNAL,),
+            MISSIONS_KEPT,
             _swarm,
-            _keeping_retired,
             key="mission",
         ),
         Component(
             "registry",
             "the agent registry and liveness (Faust table `registry`)",
-            ("swarm.agents.registry", "swarm.agents.heartbeats"),
-            lambda *_: registry.INITIAL,
-            registry.evolve,
+            registry.PROJECTION,
+            lambda *_: registry.PROJECTION.initial(None),
             table="registry",
             from_table=lambda table: registry.Registry(dict(table)),
-            evolve_all=registry.evolve_all,
             rows=lambda state: state.agents,
         ),
         Component(
             "waitgraph",
             "the wait-for graph and reported deadlocks (Faust table `waitgraph`)",
-            ("swarm.waits", "swarm.alerts"),
-            lambda *_: waitgraph.INITIAL,
-            waitgraph.evolve,
+            waitgraph.PROJECTION,
+            lambda *_: waitgraph.PROJECTION.initial(None),
             table="waitgraph",
             from_table=waitgraph.from_entries,
         ),
         Component(
             "budgets",
-            "token usage per agent per window (Faust table `budgets`; the window is the worker's "
-            "SWARMLOG_STREAMS_BUDGET_WINDOW_MS)",
-            ("swarm.usage", "swarm.control"),
-            lambda *_: _budgets({}),
-            budgets.evolve,
+            "token usage per agent per window (Faust table `budgets`; the window is the last BudgetWindowSet)",
+            budgets.PROJECTION,
+            lambda *_: budgets.PROJECTION.initial(None),
             table="budgets",
-            from_table=lambda table: _budgets(dict(table)),
-            evolve_all=budgets.evolve_all,
+            from_table=lambda table: budgets.Budgets(dict(table)),
             rows=lambda state: state.agents,
         ),
         Component(
             "agent",
             "one agent's task state (its rocksdict checkpoint)",
-            ("swarm.tasks.events", "swarm.consensus.votes", "swarm.control"),
-            lambda agent_id, _: agent.initial(agent_id),
-            agent.evolve,
+            agent.PROJECTION,
+            lambda agent_id, _: agent.PROJECTION.initial(agent_id),
             key="agent",
         ),
     )

@@ -12,11 +12,12 @@ from faust.serializers import codecs
 from swarmlog.coordinator import State
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.errors import SwarmlogError
-from swarmlog.replay.components import JOURNAL, Component, component
+from swarmlog.replay.components import Component, component
 from swarmlog.replay.fold import Problem, replay
 from swarmlog.replay.source import Span, read
 from swarmlog.settings import Settings
 from swarmlog.streams.app.tables import load_value
+from swarmlog.topics import JOURNAL
 
 
 class NoLiveState(SwarmlogError):

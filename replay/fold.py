@@ -13,9 +13,10 @@ from swarmlog.collector import collector_paused
 from swarmlog.coordinator.journal import Skip, covering, skip_of
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
-from swarmlog.replay.components import JOURNAL, Component
+from swarmlog.replay.components import Component
 from swarmlog.schemas.codec import Codec, default_codec
 from swarmlog.schemas.events import Event
+from swarmlog.topics import JOURNAL
 
 
 class Record(NamedTuple):

@@ -6,7 +6,7 @@ import dataclasses
 
 import redis.asyncio as aioredis
 
-from swarmlog import memorybus
+from swarmlog import memorybus, topics
 from swarmlog.errors import ConfigError
 from swarmlog.replay.fold import Problem, decoded
 from swarmlog.replay.source import read
@@ -14,8 +14,6 @@ from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 from swarmlog.streams.memory import plan_write
-
-EXPERIENCES = "swarm.memory.experiences"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -31,7 +29,7 @@ async def rebuild_memory(settings: Settings, now_ms: int) -> Rebuilt:
     """Write every experience still alive at `now_ms` back to the bus, in pipelines of memorybus.CHUNK keys."""
     if settings.redis_url is None:
         raise ConfigError("rebuilding the memory bus needs SWARMLOG_REDIS_URL")
-    reading = await read(settings, [EXPERIENCES])
+    reading = await read(settings, [topics.EXPERIENCES])
     events = list(decoded(reading.records, codec_for(settings.schema_registry_url)))
     writes = [write for _, item in events if isinstance(item, Event) and (write := plan_write(item, now_ms))]
     problems = tuple(item for _, item in events if isinstance(item, Problem))

@@ -6,15 +6,12 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TypeVar
 
-from swarmlog.replay.components import JOURNAL
+from swarmlog.coordinator.progress import PROGRESS
 from swarmlog.replay.fold import Problem, Record, Repairs, decoded
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
-    MissionAccepted,
     MissionCompleted,
     MissionFailed,
-    MissionRejected,
-    PhaseStarted,
     TaskCompleted,
     TaskFailed,
     TaskResultRecorded,
@@ -24,6 +21,7 @@ from swarmlog.schemas.records import (
     VoteRecorded,
     VoteRequested,
 )
+from swarmlog.topics import JOURNAL
 
 T = TypeVar("T")
 
@@ -77,7 +75,7 @@ def timeline(records: Iterable[Record], mission_id: str) -> tuple[list[Step], li
         if belongs(event, mission_id):
             found.append((record, event))
     found.sort(key=lambda pair: (pair[1].occurred_at, pair[0].timestamp, pair[0].topic, pair[0].offset))
-    return _steps(_causal(found)), list(repairs.resolve(problems))
+    return _steps(_causal(found), mission_id), list(repairs.resolve(problems))
 
 
 def _causal(found: list[tuple[Record, Event]]) -> list[tuple[Record, Event]]:
@@ -100,11 +98,12 @@ def _causal(found: list[tuple[Record, Event]]) -> list[tuple[Record, Event]]:
     return result
 
 
-def _steps(found: list[tuple[Record, Event]]) -> list[Step]:
-    """Timeline rows, each with the mission's phase as of that event."""
-    phase, steps = "SUBMITTED", []
+def _steps(found: list[tuple[Record, Event]], mission_id: str) -> list[Step]:
+    """Timeline rows, each with the mission's phase as of that event (its progress, folded from its journal events)."""
+    progress, steps = PROGRESS.initial(mission_id), []
     for record, event in found:
-        phase = _phase(event, phase)
+        if record.topic in PROGRESS.topics:
+            progress = PROGRESS.evolve(progress, event)
         steps.append(
             Step(
                 event.occurred_at,
@@ -114,7 +113,7 @@ def _steps(found: list[tuple[Record, Event]]) -> list[Step]:
                 event.name,
                 event.event_id,
                 event.causation_id,
-                phase,
+                progress.phase,
                 _agent(event),
                 _optional(event, "task_id", str),
                 _optional(event, "attempt", int),
@@ -123,22 +122,6 @@ def _steps(found: list[tuple[Record, Event]]) -> list[Step]:
             )
         )
     return steps
-
-
-def _phase(event: Event, phase: str) -> str:
-    """The mission's phase once `event` happened, given the phase before it."""
-    match event:
-        case PhaseStarted():
-            return event.phase
-        case MissionAccepted():
-            return "ACCEPTED"
-        case MissionCompleted():
-            return "COMPLETED"
-        case MissionFailed():
-            return "FAILED"
-        case MissionRejected():
-            return "REJECTED"
-    return phase
 
 
 def _agent(event: Event) -> str | None:

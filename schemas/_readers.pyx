@@ -1239,10 +1239,108 @@ def _s8_record1(bytes b, Py_ssize_t p):
     return _records.BudgetRestored(v0, v1, v4, v5, v6, v2, v3), p
 
 
-_s9_const2 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
-
-
 def _s9_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v5 = n
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v6 = n
+    return _records.BudgetWindowSet(v0, v1, v4, v5, v6, v2, v3), p
+
+
+_s10_const2 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+
+
+def _s10_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -1397,7 +1495,7 @@ def _s9_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v12 = _s9_const2[n >> 1]
+    v12 = _s10_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -1408,7 +1506,7 @@ def _s9_record1(bytes b, Py_ssize_t p):
     return _records.ConsensusReached(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v2, v3), p
 
 
-def _s10_record1(bytes b, Py_ssize_t p):
+def _s11_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -1583,7 +1681,7 @@ def _s10_record1(bytes b, Py_ssize_t p):
     return _records.ConsensusTimedOut(v0, v1, v4, v5, v6, v7, v8, v11, v2, v3, v9, v10), p
 
 
-def _s11_record1(bytes b, Py_ssize_t p):
+def _s12_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -1723,7 +1821,7 @@ def _s11_record1(bytes b, Py_ssize_t p):
     return _records.CoordinatorAnnounced(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3), p
 
 
-def _s12_record1(bytes b, Py_ssize_t p):
+def _s13_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -1908,176 +2006,10 @@ def _s12_record1(bytes b, Py_ssize_t p):
     return _records.DeadLetterRecorded(v0, v1, v4, v5, v6, v7, v9, v10, v11, v12, v2, v3, v8), p
 
 
-def _s13_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    cdef long long _s13_count3
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = n
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    _s13_items2 = []
-    _s13_count3 = b[p]
-    if _s13_count3 < 128:
-        p += 1
-        _s13_count3 = (_s13_count3 >> 1) ^ -(_s13_count3 & 1)
-    else:
-        _s13_count3, p = _long(b, p)
-    while _s13_count3:
-        if _s13_count3 < 0:
-            _s13_count3 = -_s13_count3
-            _, p = _long(b, p)
-        for _ in range(_s13_count3):
-            n = b[p]
-            if n < 128:
-                p += 1
-                if n & 1:
-                    raise ValueError('negative length')
-                e = p + (n >> 1)
-            else:
-                n, p = _long(b, p)
-                e = _length(n, p, size)
-            if e > size:
-                raise ValueError('length past the payload')
-            _s13_item4 = b[p:e].decode('utf-8')
-            p = e
-            _s13_items2.append(_s13_item4)
-        _s13_count3 = b[p]
-        if _s13_count3 < 128:
-            p += 1
-            _s13_count3 = (_s13_count3 >> 1) ^ -(_s13_count3 & 1)
-        else:
-            _s13_count3, p = _long(b, p)
-    v5 = _s13_items2
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v7 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v8 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v8 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    return _records.DeadlockBroken(v0, v1, v4, v5, v6, v7, v2, v3, v8), p
-
-
 def _s14_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s14_count3, _s14_count6, _s14_count9
+    cdef long long _s14_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2189,18 +2121,151 @@ def _s14_record1(bytes b, Py_ssize_t p):
         else:
             _s14_count3, p = _long(b, p)
     v5 = _s14_items2
-    _s14_items5 = []
-    _s14_count6 = b[p]
-    if _s14_count6 < 128:
+    n = b[p]
+    if n < 128:
         p += 1
-        _s14_count6 = (_s14_count6 >> 1) ^ -(_s14_count6 & 1)
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
     else:
-        _s14_count6, p = _long(b, p)
-    while _s14_count6:
-        if _s14_count6 < 0:
-            _s14_count6 = -_s14_count6
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v7 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.DeadlockBroken(v0, v1, v4, v5, v6, v7, v2, v3, v8), p
+
+
+def _s15_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s15_count3, _s15_count6, _s15_count9
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    _s15_items2 = []
+    _s15_count3 = b[p]
+    if _s15_count3 < 128:
+        p += 1
+        _s15_count3 = (_s15_count3 >> 1) ^ -(_s15_count3 & 1)
+    else:
+        _s15_count3, p = _long(b, p)
+    while _s15_count3:
+        if _s15_count3 < 0:
+            _s15_count3 = -_s15_count3
             _, p = _long(b, p)
-        for _ in range(_s14_count6):
+        for _ in range(_s15_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2212,47 +2277,80 @@ def _s14_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s14_item7 = b[p:e].decode('utf-8')
+            _s15_item4 = b[p:e].decode('utf-8')
             p = e
-            _s14_items5.append(_s14_item7)
-        _s14_count6 = b[p]
-        if _s14_count6 < 128:
+            _s15_items2.append(_s15_item4)
+        _s15_count3 = b[p]
+        if _s15_count3 < 128:
             p += 1
-            _s14_count6 = (_s14_count6 >> 1) ^ -(_s14_count6 & 1)
+            _s15_count3 = (_s15_count3 >> 1) ^ -(_s15_count3 & 1)
         else:
-            _s14_count6, p = _long(b, p)
-    v6 = _s14_items5
-    _s14_items8 = []
-    _s14_count9 = b[p]
-    if _s14_count9 < 128:
+            _s15_count3, p = _long(b, p)
+    v5 = _s15_items2
+    _s15_items5 = []
+    _s15_count6 = b[p]
+    if _s15_count6 < 128:
         p += 1
-        _s14_count9 = (_s14_count9 >> 1) ^ -(_s14_count9 & 1)
+        _s15_count6 = (_s15_count6 >> 1) ^ -(_s15_count6 & 1)
     else:
-        _s14_count9, p = _long(b, p)
-    while _s14_count9:
-        if _s14_count9 < 0:
-            _s14_count9 = -_s14_count9
+        _s15_count6, p = _long(b, p)
+    while _s15_count6:
+        if _s15_count6 < 0:
+            _s15_count6 = -_s15_count6
             _, p = _long(b, p)
-        for _ in range(_s14_count9):
+        for _ in range(_s15_count6):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s15_item7 = b[p:e].decode('utf-8')
+            p = e
+            _s15_items5.append(_s15_item7)
+        _s15_count6 = b[p]
+        if _s15_count6 < 128:
+            p += 1
+            _s15_count6 = (_s15_count6 >> 1) ^ -(_s15_count6 & 1)
+        else:
+            _s15_count6, p = _long(b, p)
+    v6 = _s15_items5
+    _s15_items8 = []
+    _s15_count9 = b[p]
+    if _s15_count9 < 128:
+        p += 1
+        _s15_count9 = (_s15_count9 >> 1) ^ -(_s15_count9 & 1)
+    else:
+        _s15_count9, p = _long(b, p)
+    while _s15_count9:
+        if _s15_count9 < 0:
+            _s15_count9 = -_s15_count9
+            _, p = _long(b, p)
+        for _ in range(_s15_count9):
             n = b[p]
             if n < 128:
                 p += 1
                 n = (n >> 1) ^ -(n & 1)
             else:
                 n, p = _long(b, p)
-            _s14_item10 = n
-            _s14_items8.append(_s14_item10)
-        _s14_count9 = b[p]
-        if _s14_count9 < 128:
+            _s15_item10 = n
+            _s15_items8.append(_s15_item10)
+        _s15_count9 = b[p]
+        if _s15_count9 < 128:
             p += 1
-            _s14_count9 = (_s14_count9 >> 1) ^ -(_s14_count9 & 1)
+            _s15_count9 = (_s15_count9 >> 1) ^ -(_s15_count9 & 1)
         else:
-            _s14_count9, p = _long(b, p)
-    v7 = _s14_items8
+            _s15_count9, p = _long(b, p)
+    v7 = _s15_items8
     return _records.DeadlockDetected(v0, v1, v4, v5, v6, v7, v2, v3), p
 
 
-def _s15_record1(bytes b, Py_ssize_t p):
+def _s16_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -2362,10 +2460,10 @@ def _s15_record1(bytes b, Py_ssize_t p):
     return _records.DrainRequested(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s16_record1(bytes b, Py_ssize_t p):
+def _s17_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s16_count3
+    cdef long long _s17_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2509,28 +2607,28 @@ def _s16_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v9 = b[p:e].decode('utf-8')
     p = e
-    _s16_items2 = []
-    _s16_count3 = b[p]
-    if _s16_count3 < 128:
+    _s17_items2 = []
+    _s17_count3 = b[p]
+    if _s17_count3 < 128:
         p += 1
-        _s16_count3 = (_s16_count3 >> 1) ^ -(_s16_count3 & 1)
+        _s17_count3 = (_s17_count3 >> 1) ^ -(_s17_count3 & 1)
     else:
-        _s16_count3, p = _long(b, p)
-    while _s16_count3:
-        if _s16_count3 < 0:
-            _s16_count3 = -_s16_count3
+        _s17_count3, p = _long(b, p)
+    while _s17_count3:
+        if _s17_count3 < 0:
+            _s17_count3 = -_s17_count3
             _, p = _long(b, p)
-        for _ in range(_s16_count3):
-            _s16_item4, = _float(b, p)
+        for _ in range(_s17_count3):
+            _s17_item4, = _float(b, p)
             p += 4
-            _s16_items2.append(_s16_item4)
-        _s16_count3 = b[p]
-        if _s16_count3 < 128:
+            _s17_items2.append(_s17_item4)
+        _s17_count3 = b[p]
+        if _s17_count3 < 128:
             p += 1
-            _s16_count3 = (_s16_count3 >> 1) ^ -(_s16_count3 & 1)
+            _s17_count3 = (_s17_count3 >> 1) ^ -(_s17_count3 & 1)
         else:
-            _s16_count3, p = _long(b, p)
-    v10 = _s16_items2
+            _s17_count3, p = _long(b, p)
+    v10 = _s17_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -2563,7 +2661,7 @@ def _s16_record1(bytes b, Py_ssize_t p):
     return _records.ExperienceRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12), p
 
 
-def _s17_record1(bytes b, Py_ssize_t p):
+def _s18_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -2680,10 +2778,10 @@ def _s17_record1(bytes b, Py_ssize_t p):
     return _records.GroundTruthUpdated(v0, v1, v4, v5, v6, v7, v2, v3), p
 
 
-def _s18_record1(bytes b, Py_ssize_t p):
+def _s19_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s18_count3, _s18_count6
+    cdef long long _s19_count3, _s19_count6
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2782,45 +2880,45 @@ def _s18_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v6 = _int(n)
-    _s18_items2 = []
-    _s18_count3 = b[p]
-    if _s18_count3 < 128:
+    _s19_items2 = []
+    _s19_count3 = b[p]
+    if _s19_count3 < 128:
         p += 1
-        _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+        _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
     else:
-        _s18_count3, p = _long(b, p)
-    while _s18_count3:
-        if _s18_count3 < 0:
-            _s18_count3 = -_s18_count3
+        _s19_count3, p = _long(b, p)
+    while _s19_count3:
+        if _s19_count3 < 0:
+            _s19_count3 = -_s19_count3
             _, p = _long(b, p)
-        for _ in range(_s18_count3):
+        for _ in range(_s19_count3):
             n = b[p]
             if n < 128:
                 p += 1
                 n = (n >> 1) ^ -(n & 1)
             else:
                 n, p = _long(b, p)
-            _s18_item4 = n
-            _s18_items2.append(_s18_item4)
-        _s18_count3 = b[p]
-        if _s18_count3 < 128:
+            _s19_item4 = n
+            _s19_items2.append(_s19_item4)
+        _s19_count3 = b[p]
+        if _s19_count3 < 128:
             p += 1
-            _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+            _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
         else:
-            _s18_count3, p = _long(b, p)
-    v7 = _s18_items2
-    _s18_items5 = []
-    _s18_count6 = b[p]
-    if _s18_count6 < 128:
+            _s19_count3, p = _long(b, p)
+    v7 = _s19_items2
+    _s19_items5 = []
+    _s19_count6 = b[p]
+    if _s19_count6 < 128:
         p += 1
-        _s18_count6 = (_s18_count6 >> 1) ^ -(_s18_count6 & 1)
+        _s19_count6 = (_s19_count6 >> 1) ^ -(_s19_count6 & 1)
     else:
-        _s18_count6, p = _long(b, p)
-    while _s18_count6:
-        if _s18_count6 < 0:
-            _s18_count6 = -_s18_count6
+        _s19_count6, p = _long(b, p)
+    while _s19_count6:
+        if _s19_count6 < 0:
+            _s19_count6 = -_s19_count6
             _, p = _long(b, p)
-        for _ in range(_s18_count6):
+        for _ in range(_s19_count6):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2832,16 +2930,16 @@ def _s18_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s18_item7 = b[p:e].decode('utf-8')
+            _s19_item7 = b[p:e].decode('utf-8')
             p = e
-            _s18_items5.append(_s18_item7)
-        _s18_count6 = b[p]
-        if _s18_count6 < 128:
+            _s19_items5.append(_s19_item7)
+        _s19_count6 = b[p]
+        if _s19_count6 < 128:
             p += 1
-            _s18_count6 = (_s18_count6 >> 1) ^ -(_s18_count6 & 1)
+            _s19_count6 = (_s19_count6 >> 1) ^ -(_s19_count6 & 1)
         else:
-            _s18_count6, p = _long(b, p)
-    v8 = _s18_items5
+            _s19_count6, p = _long(b, p)
+    v8 = _s19_items5
     n = b[p]
     if n < 128:
         p += 1
@@ -2871,13 +2969,13 @@ def _s18_record1(bytes b, Py_ssize_t p):
     return _records.JournalRecordsSkipped(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s19_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s20_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
-def _s19_record5(bytes b, Py_ssize_t p):
+def _s20_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count10, _s19_count7
+    cdef long long _s20_count10, _s20_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2905,18 +3003,18 @@ def _s19_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s19_items6 = []
-    _s19_count7 = b[p]
-    if _s19_count7 < 128:
+    _s20_items6 = []
+    _s20_count7 = b[p]
+    if _s20_count7 < 128:
         p += 1
-        _s19_count7 = (_s19_count7 >> 1) ^ -(_s19_count7 & 1)
+        _s20_count7 = (_s20_count7 >> 1) ^ -(_s20_count7 & 1)
     else:
-        _s19_count7, p = _long(b, p)
-    while _s19_count7:
-        if _s19_count7 < 0:
-            _s19_count7 = -_s19_count7
+        _s20_count7, p = _long(b, p)
+    while _s20_count7:
+        if _s20_count7 < 0:
+            _s20_count7 = -_s20_count7
             _, p = _long(b, p)
-        for _ in range(_s19_count7):
+        for _ in range(_s20_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2928,28 +3026,28 @@ def _s19_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item8 = b[p:e].decode('utf-8')
+            _s20_item8 = b[p:e].decode('utf-8')
             p = e
-            _s19_items6.append(_s19_item8)
-        _s19_count7 = b[p]
-        if _s19_count7 < 128:
+            _s20_items6.append(_s20_item8)
+        _s20_count7 = b[p]
+        if _s20_count7 < 128:
             p += 1
-            _s19_count7 = (_s19_count7 >> 1) ^ -(_s19_count7 & 1)
+            _s20_count7 = (_s20_count7 >> 1) ^ -(_s20_count7 & 1)
         else:
-            _s19_count7, p = _long(b, p)
-    v2 = _s19_items6
-    _s19_items9 = []
-    _s19_count10 = b[p]
-    if _s19_count10 < 128:
+            _s20_count7, p = _long(b, p)
+    v2 = _s20_items6
+    _s20_items9 = []
+    _s20_count10 = b[p]
+    if _s20_count10 < 128:
         p += 1
-        _s19_count10 = (_s19_count10 >> 1) ^ -(_s19_count10 & 1)
+        _s20_count10 = (_s20_count10 >> 1) ^ -(_s20_count10 & 1)
     else:
-        _s19_count10, p = _long(b, p)
-    while _s19_count10:
-        if _s19_count10 < 0:
-            _s19_count10 = -_s19_count10
+        _s20_count10, p = _long(b, p)
+    while _s20_count10:
+        if _s20_count10 < 0:
+            _s20_count10 = -_s20_count10
             _, p = _long(b, p)
-        for _ in range(_s19_count10):
+        for _ in range(_s20_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2961,16 +3059,16 @@ def _s19_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item11 = b[p:e].decode('utf-8')
+            _s20_item11 = b[p:e].decode('utf-8')
             p = e
-            _s19_items9.append(_s19_item11)
-        _s19_count10 = b[p]
-        if _s19_count10 < 128:
+            _s20_items9.append(_s20_item11)
+        _s20_count10 = b[p]
+        if _s20_count10 < 128:
             p += 1
-            _s19_count10 = (_s19_count10 >> 1) ^ -(_s19_count10 & 1)
+            _s20_count10 = (_s20_count10 >> 1) ^ -(_s20_count10 & 1)
         else:
-            _s19_count10, p = _long(b, p)
-    v3 = _s19_items9
+            _s20_count10, p = _long(b, p)
+    v3 = _s20_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -2988,10 +3086,10 @@ def _s19_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s19_record12(bytes b, Py_ssize_t p):
+def _s20_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count14
+    cdef long long _s20_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3006,18 +3104,18 @@ def _s19_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s19_items13 = []
-    _s19_count14 = b[p]
-    if _s19_count14 < 128:
+    _s20_items13 = []
+    _s20_count14 = b[p]
+    if _s20_count14 < 128:
         p += 1
-        _s19_count14 = (_s19_count14 >> 1) ^ -(_s19_count14 & 1)
+        _s20_count14 = (_s20_count14 >> 1) ^ -(_s20_count14 & 1)
     else:
-        _s19_count14, p = _long(b, p)
-    while _s19_count14:
-        if _s19_count14 < 0:
-            _s19_count14 = -_s19_count14
+        _s20_count14, p = _long(b, p)
+    while _s20_count14:
+        if _s20_count14 < 0:
+            _s20_count14 = -_s20_count14
             _, p = _long(b, p)
-        for _ in range(_s19_count14):
+        for _ in range(_s20_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3029,20 +3127,20 @@ def _s19_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item15 = b[p:e].decode('utf-8')
+            _s20_item15 = b[p:e].decode('utf-8')
             p = e
-            _s19_items13.append(_s19_item15)
-        _s19_count14 = b[p]
-        if _s19_count14 < 128:
+            _s20_items13.append(_s20_item15)
+        _s20_count14 = b[p]
+        if _s20_count14 < 128:
             p += 1
-            _s19_count14 = (_s19_count14 >> 1) ^ -(_s19_count14 & 1)
+            _s20_count14 = (_s20_count14 >> 1) ^ -(_s20_count14 & 1)
         else:
-            _s19_count14, p = _long(b, p)
-    v1 = _s19_items13
+            _s20_count14, p = _long(b, p)
+    v1 = _s20_items13
     return _records.PlanningSpec(v0, v1), p
 
 
-def _s19_record16(bytes b, Py_ssize_t p):
+def _s20_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3052,7 +3150,7 @@ def _s19_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s19_const17[n >> 1]
+    v0 = _s20_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -3065,10 +3163,10 @@ def _s19_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s19_record18(bytes b, Py_ssize_t p):
+def _s20_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count20
+    cdef long long _s20_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3083,18 +3181,18 @@ def _s19_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s19_items19 = []
-    _s19_count20 = b[p]
-    if _s19_count20 < 128:
+    _s20_items19 = []
+    _s20_count20 = b[p]
+    if _s20_count20 < 128:
         p += 1
-        _s19_count20 = (_s19_count20 >> 1) ^ -(_s19_count20 & 1)
+        _s20_count20 = (_s20_count20 >> 1) ^ -(_s20_count20 & 1)
     else:
-        _s19_count20, p = _long(b, p)
-    while _s19_count20:
-        if _s19_count20 < 0:
-            _s19_count20 = -_s19_count20
+        _s20_count20, p = _long(b, p)
+    while _s20_count20:
+        if _s20_count20 < 0:
+            _s20_count20 = -_s20_count20
             _, p = _long(b, p)
-        for _ in range(_s19_count20):
+        for _ in range(_s20_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3106,23 +3204,23 @@ def _s19_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item21 = b[p:e].decode('utf-8')
+            _s20_item21 = b[p:e].decode('utf-8')
             p = e
-            _s19_items19.append(_s19_item21)
-        _s19_count20 = b[p]
-        if _s19_count20 < 128:
+            _s20_items19.append(_s20_item21)
+        _s20_count20 = b[p]
+        if _s20_count20 < 128:
             p += 1
-            _s19_count20 = (_s19_count20 >> 1) ^ -(_s19_count20 & 1)
+            _s20_count20 = (_s20_count20 >> 1) ^ -(_s20_count20 & 1)
         else:
-            _s19_count20, p = _long(b, p)
-    v1 = _s19_items19
+            _s20_count20, p = _long(b, p)
+    v1 = _s20_items19
     return _records.FinalActionSpec(v0, v1), p
 
 
-def _s19_record1(bytes b, Py_ssize_t p):
+def _s20_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count3
+    cdef long long _s20_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3247,27 +3345,27 @@ def _s19_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = n
-    _s19_items2 = []
-    _s19_count3 = b[p]
-    if _s19_count3 < 128:
+    _s20_items2 = []
+    _s20_count3 = b[p]
+    if _s20_count3 < 128:
         p += 1
-        _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+        _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
     else:
-        _s19_count3, p = _long(b, p)
-    while _s19_count3:
-        if _s19_count3 < 0:
-            _s19_count3 = -_s19_count3
+        _s20_count3, p = _long(b, p)
+    while _s20_count3:
+        if _s20_count3 < 0:
+            _s20_count3 = -_s20_count3
             _, p = _long(b, p)
-        for _ in range(_s19_count3):
-            _s19_item4, p = _s19_record5(b, p)
-            _s19_items2.append(_s19_item4)
-        _s19_count3 = b[p]
-        if _s19_count3 < 128:
+        for _ in range(_s20_count3):
+            _s20_item4, p = _s20_record5(b, p)
+            _s20_items2.append(_s20_item4)
+        _s20_count3 = b[p]
+        if _s20_count3 < 128:
             p += 1
-            _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+            _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
         else:
-            _s19_count3, p = _long(b, p)
-    v9 = _s19_items2
+            _s20_count3, p = _long(b, p)
+    v9 = _s20_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -3275,10 +3373,10 @@ def _s19_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v10 = None
     elif n == 2:
-        v10, p = _s19_record12(b, p)
+        v10, p = _s20_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v11, p = _s19_record16(b, p)
+    v11, p = _s20_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -3286,7 +3384,7 @@ def _s19_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v12 = None
     elif n == 2:
-        v12, p = _s19_record18(b, p)
+        v12, p = _s20_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -3324,10 +3422,10 @@ def _s19_record1(bytes b, Py_ssize_t p):
     return _records.MissionAccepted(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
 
 
-def _s20_record1(bytes b, Py_ssize_t p):
+def _s21_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s20_count3
+    cdef long long _s21_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3421,18 +3519,18 @@ def _s20_record1(bytes b, Py_ssize_t p):
     p = e
     v6 = _boolean(b[p])
     p += 1
-    _s20_items2 = []
-    _s20_count3 = b[p]
-    if _s20_count3 < 128:
+    _s21_items2 = []
+    _s21_count3 = b[p]
+    if _s21_count3 < 128:
         p += 1
-        _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
+        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
     else:
-        _s20_count3, p = _long(b, p)
-    while _s20_count3:
-        if _s20_count3 < 0:
-            _s20_count3 = -_s20_count3
+        _s21_count3, p = _long(b, p)
+    while _s21_count3:
+        if _s21_count3 < 0:
+            _s21_count3 = -_s21_count3
             _, p = _long(b, p)
-        for _ in range(_s20_count3):
+        for _ in range(_s21_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3444,16 +3542,16 @@ def _s20_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s20_item4 = b[p:e].decode('utf-8')
+            _s21_item4 = b[p:e].decode('utf-8')
             p = e
-            _s20_items2.append(_s20_item4)
-        _s20_count3 = b[p]
-        if _s20_count3 < 128:
+            _s21_items2.append(_s21_item4)
+        _s21_count3 = b[p]
+        if _s21_count3 < 128:
             p += 1
-            _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
+            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
         else:
-            _s20_count3, p = _long(b, p)
-    v7 = _s20_items2
+            _s21_count3, p = _long(b, p)
+    v7 = _s21_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3515,10 +3613,10 @@ def _s20_record1(bytes b, Py_ssize_t p):
     return _records.MissionCompleted(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
-def _s21_record1(bytes b, Py_ssize_t p):
+def _s22_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count3
+    cdef long long _s22_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3623,18 +3721,18 @@ def _s21_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    _s21_items2 = []
-    _s21_count3 = b[p]
-    if _s21_count3 < 128:
+    _s22_items2 = []
+    _s22_count3 = b[p]
+    if _s22_count3 < 128:
         p += 1
-        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+        _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
     else:
-        _s21_count3, p = _long(b, p)
-    while _s21_count3:
-        if _s21_count3 < 0:
-            _s21_count3 = -_s21_count3
+        _s22_count3, p = _long(b, p)
+    while _s22_count3:
+        if _s22_count3 < 0:
+            _s22_count3 = -_s22_count3
             _, p = _long(b, p)
-        for _ in range(_s21_count3):
+        for _ in range(_s22_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3646,16 +3744,16 @@ def _s21_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item4 = b[p:e].decode('utf-8')
+            _s22_item4 = b[p:e].decode('utf-8')
             p = e
-            _s21_items2.append(_s21_item4)
-        _s21_count3 = b[p]
-        if _s21_count3 < 128:
+            _s22_items2.append(_s22_item4)
+        _s22_count3 = b[p]
+        if _s22_count3 < 128:
             p += 1
-            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+            _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
         else:
-            _s21_count3, p = _long(b, p)
-    v7 = _s21_items2
+            _s22_count3, p = _long(b, p)
+    v7 = _s22_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3717,7 +3815,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
     return _records.MissionFailed(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
-def _s22_record1(bytes b, Py_ssize_t p):
+def _s23_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3827,7 +3925,7 @@ def _s22_record1(bytes b, Py_ssize_t p):
     return _records.MissionRejected(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s23_record1(bytes b, Py_ssize_t p):
+def _s24_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3931,13 +4029,13 @@ def _s23_record1(bytes b, Py_ssize_t p):
     return _records.MissionRetired(v0, v1, v4, v5, v6, v2, v3), p
 
 
-_s24_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s25_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
-def _s24_record5(bytes b, Py_ssize_t p):
+def _s25_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s24_count10, _s24_count7
+    cdef long long _s25_count10, _s25_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3965,18 +4063,18 @@ def _s24_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s24_items6 = []
-    _s24_count7 = b[p]
-    if _s24_count7 < 128:
+    _s25_items6 = []
+    _s25_count7 = b[p]
+    if _s25_count7 < 128:
         p += 1
-        _s24_count7 = (_s24_count7 >> 1) ^ -(_s24_count7 & 1)
+        _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
     else:
-        _s24_count7, p = _long(b, p)
-    while _s24_count7:
-        if _s24_count7 < 0:
-            _s24_count7 = -_s24_count7
+        _s25_count7, p = _long(b, p)
+    while _s25_count7:
+        if _s25_count7 < 0:
+            _s25_count7 = -_s25_count7
             _, p = _long(b, p)
-        for _ in range(_s24_count7):
+        for _ in range(_s25_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3988,28 +4086,28 @@ def _s24_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s24_item8 = b[p:e].decode('utf-8')
+            _s25_item8 = b[p:e].decode('utf-8')
             p = e
-            _s24_items6.append(_s24_item8)
-        _s24_count7 = b[p]
-        if _s24_count7 < 128:
+            _s25_items6.append(_s25_item8)
+        _s25_count7 = b[p]
+        if _s25_count7 < 128:
             p += 1
-            _s24_count7 = (_s24_count7 >> 1) ^ -(_s24_count7 & 1)
+            _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
         else:
-            _s24_count7, p = _long(b, p)
-    v2 = _s24_items6
-    _s24_items9 = []
-    _s24_count10 = b[p]
-    if _s24_count10 < 128:
+            _s25_count7, p = _long(b, p)
+    v2 = _s25_items6
+    _s25_items9 = []
+    _s25_count10 = b[p]
+    if _s25_count10 < 128:
         p += 1
-        _s24_count10 = (_s24_count10 >> 1) ^ -(_s24_count10 & 1)
+        _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
     else:
-        _s24_count10, p = _long(b, p)
-    while _s24_count10:
-        if _s24_count10 < 0:
-            _s24_count10 = -_s24_count10
+        _s25_count10, p = _long(b, p)
+    while _s25_count10:
+        if _s25_count10 < 0:
+            _s25_count10 = -_s25_count10
             _, p = _long(b, p)
-        for _ in range(_s24_count10):
+        for _ in range(_s25_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4021,16 +4119,16 @@ def _s24_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s24_item11 = b[p:e].decode('utf-8')
+            _s25_item11 = b[p:e].decode('utf-8')
             p = e
-            _s24_items9.append(_s24_item11)
-        _s24_count10 = b[p]
-        if _s24_count10 < 128:
+            _s25_items9.append(_s25_item11)
+        _s25_count10 = b[p]
+        if _s25_count10 < 128:
             p += 1
-            _s24_count10 = (_s24_count10 >> 1) ^ -(_s24_count10 & 1)
+            _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
         else:
-            _s24_count10, p = _long(b, p)
-    v3 = _s24_items9
+            _s25_count10, p = _long(b, p)
+    v3 = _s25_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -4048,10 +4146,10 @@ def _s24_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s24_record12(bytes b, Py_ssize_t p):
+def _s25_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s24_count14
+    cdef long long _s25_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4066,18 +4164,18 @@ def _s24_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s24_items13 = []
-    _s24_count14 = b[p]
-    if _s24_count14 < 128:
+    _s25_items13 = []
+    _s25_count14 = b[p]
+    if _s25_count14 < 128:
         p += 1
-        _s24_count14 = (_s24_count14 >> 1) ^ -(_s24_count14 & 1)
+        _s25_count14 = (_s25_count14 >> 1) ^ -(_s25_count14 & 1)
     else:
-        _s24_count14, p = _long(b, p)
-    while _s24_count14:
-        if _s24_count14 < 0:
-            _s24_count14 = -_s24_count14
+        _s25_count14, p = _long(b, p)
+    while _s25_count14:
+        if _s25_count14 < 0:
+            _s25_count14 = -_s25_count14
             _, p = _long(b, p)
-        for _ in range(_s24_count14):
+        for _ in range(_s25_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4089,20 +4187,20 @@ def _s24_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s24_item15 = b[p:e].decode('utf-8')
+            _s25_item15 = b[p:e].decode('utf-8')
             p = e
-            _s24_items13.append(_s24_item15)
-        _s24_count14 = b[p]
-        if _s24_count14 < 128:
+            _s25_items13.append(_s25_item15)
+        _s25_count14 = b[p]
+        if _s25_count14 < 128:
             p += 1
-            _s24_count14 = (_s24_count14 >> 1) ^ -(_s24_count14 & 1)
+            _s25_count14 = (_s25_count14 >> 1) ^ -(_s25_count14 & 1)
         else:
-            _s24_count14, p = _long(b, p)
-    v1 = _s24_items13
+            _s25_count14, p = _long(b, p)
+    v1 = _s25_items13
     return _records.PlanningSpec(v0, v1), p
 
 
-def _s24_record16(bytes b, Py_ssize_t p):
+def _s25_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4112,7 +4210,7 @@ def _s24_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s24_const17[n >> 1]
+    v0 = _s25_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4125,10 +4223,10 @@ def _s24_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s24_record18(bytes b, Py_ssize_t p):
+def _s25_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s24_count20
+    cdef long long _s25_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4143,18 +4241,18 @@ def _s24_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s24_items19 = []
-    _s24_count20 = b[p]
-    if _s24_count20 < 128:
+    _s25_items19 = []
+    _s25_count20 = b[p]
+    if _s25_count20 < 128:
         p += 1
-        _s24_count20 = (_s24_count20 >> 1) ^ -(_s24_count20 & 1)
+        _s25_count20 = (_s25_count20 >> 1) ^ -(_s25_count20 & 1)
     else:
-        _s24_count20, p = _long(b, p)
-    while _s24_count20:
-        if _s24_count20 < 0:
-            _s24_count20 = -_s24_count20
+        _s25_count20, p = _long(b, p)
+    while _s25_count20:
+        if _s25_count20 < 0:
+            _s25_count20 = -_s25_count20
             _, p = _long(b, p)
-        for _ in range(_s24_count20):
+        for _ in range(_s25_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4166,23 +4264,23 @@ def _s24_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s24_item21 = b[p:e].decode('utf-8')
+            _s25_item21 = b[p:e].decode('utf-8')
             p = e
-            _s24_items19.append(_s24_item21)
-        _s24_count20 = b[p]
-        if _s24_count20 < 128:
+            _s25_items19.append(_s25_item21)
+        _s25_count20 = b[p]
+        if _s25_count20 < 128:
             p += 1
-            _s24_count20 = (_s24_count20 >> 1) ^ -(_s24_count20 & 1)
+            _s25_count20 = (_s25_count20 >> 1) ^ -(_s25_count20 & 1)
         else:
-            _s24_count20, p = _long(b, p)
-    v1 = _s24_items19
+            _s25_count20, p = _long(b, p)
+    v1 = _s25_items19
     return _records.FinalActionSpec(v0, v1), p
 
 
-def _s24_record1(bytes b, Py_ssize_t p):
+def _s25_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s24_count3
+    cdef long long _s25_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4309,27 +4407,27 @@ def _s24_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    _s24_items2 = []
-    _s24_count3 = b[p]
-    if _s24_count3 < 128:
+    _s25_items2 = []
+    _s25_count3 = b[p]
+    if _s25_count3 < 128:
         p += 1
-        _s24_count3 = (_s24_count3 >> 1) ^ -(_s24_count3 & 1)
+        _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
     else:
-        _s24_count3, p = _long(b, p)
-    while _s24_count3:
-        if _s24_count3 < 0:
-            _s24_count3 = -_s24_count3
+        _s25_count3, p = _long(b, p)
+    while _s25_count3:
+        if _s25_count3 < 0:
+            _s25_count3 = -_s25_count3
             _, p = _long(b, p)
-        for _ in range(_s24_count3):
-            _s24_item4, p = _s24_record5(b, p)
-            _s24_items2.append(_s24_item4)
-        _s24_count3 = b[p]
-        if _s24_count3 < 128:
+        for _ in range(_s25_count3):
+            _s25_item4, p = _s25_record5(b, p)
+            _s25_items2.append(_s25_item4)
+        _s25_count3 = b[p]
+        if _s25_count3 < 128:
             p += 1
-            _s24_count3 = (_s24_count3 >> 1) ^ -(_s24_count3 & 1)
+            _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
         else:
-            _s24_count3, p = _long(b, p)
-    v8 = _s24_items2
+            _s25_count3, p = _long(b, p)
+    v8 = _s25_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -4337,10 +4435,10 @@ def _s24_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v9 = None
     elif n == 2:
-        v9, p = _s24_record12(b, p)
+        v9, p = _s25_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v10, p = _s24_record16(b, p)
+    v10, p = _s25_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -4348,7 +4446,7 @@ def _s24_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s24_record18(b, p)
+        v11, p = _s25_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -4399,7 +4497,7 @@ def _s24_record1(bytes b, Py_ssize_t p):
     return _records.MissionSubmitted(v0, v1, v4, v5, v6, v2, v3, v7, v8, v9, v10, v11, v12, v13, v14), p
 
 
-def _s25_record1(bytes b, Py_ssize_t p):
+def _s26_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4566,7 +4664,7 @@ def _s25_record1(bytes b, Py_ssize_t p):
     return _records.PeerAnswered(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
 
 
-def _s26_record1(bytes b, Py_ssize_t p):
+def _s27_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4753,10 +4851,10 @@ def _s26_record1(bytes b, Py_ssize_t p):
     return _records.PeerQuestion(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10, v11), p
 
 
-_s27_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
+_s28_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
 
 
-def _s27_record1(bytes b, Py_ssize_t p):
+def _s28_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4856,14 +4954,14 @@ def _s27_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v6 = _s27_const2[n >> 1]
+    v6 = _s28_const2[n >> 1]
     return _records.PhaseStarted(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s28_record5(bytes b, Py_ssize_t p):
+def _s29_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s28_count10, _s28_count7
+    cdef long long _s29_count10, _s29_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4891,18 +4989,18 @@ def _s28_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s28_items6 = []
-    _s28_count7 = b[p]
-    if _s28_count7 < 128:
+    _s29_items6 = []
+    _s29_count7 = b[p]
+    if _s29_count7 < 128:
         p += 1
-        _s28_count7 = (_s28_count7 >> 1) ^ -(_s28_count7 & 1)
+        _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
     else:
-        _s28_count7, p = _long(b, p)
-    while _s28_count7:
-        if _s28_count7 < 0:
-            _s28_count7 = -_s28_count7
+        _s29_count7, p = _long(b, p)
+    while _s29_count7:
+        if _s29_count7 < 0:
+            _s29_count7 = -_s29_count7
             _, p = _long(b, p)
-        for _ in range(_s28_count7):
+        for _ in range(_s29_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4914,28 +5012,28 @@ def _s28_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s28_item8 = b[p:e].decode('utf-8')
+            _s29_item8 = b[p:e].decode('utf-8')
             p = e
-            _s28_items6.append(_s28_item8)
-        _s28_count7 = b[p]
-        if _s28_count7 < 128:
+            _s29_items6.append(_s29_item8)
+        _s29_count7 = b[p]
+        if _s29_count7 < 128:
             p += 1
-            _s28_count7 = (_s28_count7 >> 1) ^ -(_s28_count7 & 1)
+            _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
         else:
-            _s28_count7, p = _long(b, p)
-    v2 = _s28_items6
-    _s28_items9 = []
-    _s28_count10 = b[p]
-    if _s28_count10 < 128:
+            _s29_count7, p = _long(b, p)
+    v2 = _s29_items6
+    _s29_items9 = []
+    _s29_count10 = b[p]
+    if _s29_count10 < 128:
         p += 1
-        _s28_count10 = (_s28_count10 >> 1) ^ -(_s28_count10 & 1)
+        _s29_count10 = (_s29_count10 >> 1) ^ -(_s29_count10 & 1)
     else:
-        _s28_count10, p = _long(b, p)
-    while _s28_count10:
-        if _s28_count10 < 0:
-            _s28_count10 = -_s28_count10
+        _s29_count10, p = _long(b, p)
+    while _s29_count10:
+        if _s29_count10 < 0:
+            _s29_count10 = -_s29_count10
             _, p = _long(b, p)
-        for _ in range(_s28_count10):
+        for _ in range(_s29_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4947,16 +5045,16 @@ def _s28_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s28_item11 = b[p:e].decode('utf-8')
+            _s29_item11 = b[p:e].decode('utf-8')
             p = e
-            _s28_items9.append(_s28_item11)
-        _s28_count10 = b[p]
-        if _s28_count10 < 128:
+            _s29_items9.append(_s29_item11)
+        _s29_count10 = b[p]
+        if _s29_count10 < 128:
             p += 1
-            _s28_count10 = (_s28_count10 >> 1) ^ -(_s28_count10 & 1)
+            _s29_count10 = (_s29_count10 >> 1) ^ -(_s29_count10 & 1)
         else:
-            _s28_count10, p = _long(b, p)
-    v3 = _s28_items9
+            _s29_count10, p = _long(b, p)
+    v3 = _s29_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -4974,10 +5072,10 @@ def _s28_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s28_record1(bytes b, Py_ssize_t p):
+def _s29_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s28_count3
+    cdef long long _s29_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5069,31 +5167,31 @@ def _s28_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v5 = b[p:e].decode('utf-8')
     p = e
-    _s28_items2 = []
-    _s28_count3 = b[p]
-    if _s28_count3 < 128:
+    _s29_items2 = []
+    _s29_count3 = b[p]
+    if _s29_count3 < 128:
         p += 1
-        _s28_count3 = (_s28_count3 >> 1) ^ -(_s28_count3 & 1)
+        _s29_count3 = (_s29_count3 >> 1) ^ -(_s29_count3 & 1)
     else:
-        _s28_count3, p = _long(b, p)
-    while _s28_count3:
-        if _s28_count3 < 0:
-            _s28_count3 = -_s28_count3
+        _s29_count3, p = _long(b, p)
+    while _s29_count3:
+        if _s29_count3 < 0:
+            _s29_count3 = -_s29_count3
             _, p = _long(b, p)
-        for _ in range(_s28_count3):
-            _s28_item4, p = _s28_record5(b, p)
-            _s28_items2.append(_s28_item4)
-        _s28_count3 = b[p]
-        if _s28_count3 < 128:
+        for _ in range(_s29_count3):
+            _s29_item4, p = _s29_record5(b, p)
+            _s29_items2.append(_s29_item4)
+        _s29_count3 = b[p]
+        if _s29_count3 < 128:
             p += 1
-            _s28_count3 = (_s28_count3 >> 1) ^ -(_s28_count3 & 1)
+            _s29_count3 = (_s29_count3 >> 1) ^ -(_s29_count3 & 1)
         else:
-            _s28_count3, p = _long(b, p)
-    v6 = _s28_items2
+            _s29_count3, p = _long(b, p)
+    v6 = _s29_items2
     return _records.PlanAdopted(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s29_record1(bytes b, Py_ssize_t p):
+def _s30_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5206,13 +5304,13 @@ def _s29_record1(bytes b, Py_ssize_t p):
     return _records.ResyncRequested(v0, v1, v4, v5, v2, v3, v6), p
 
 
-_s30_const2 = ('WORK', 'PLAN', 'FINAL')
+_s31_const2 = ('WORK', 'PLAN', 'FINAL')
 
 
-def _s30_record1(bytes b, Py_ssize_t p):
+def _s31_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s30_count4, _s30_count7
+    cdef long long _s31_count4, _s31_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5337,7 +5435,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s30_const2[n >> 1]
+    v9 = _s31_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5373,18 +5471,18 @@ def _s30_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s30_items3 = {}
-    _s30_count4 = b[p]
-    if _s30_count4 < 128:
+    _s31_items3 = {}
+    _s31_count4 = b[p]
+    if _s31_count4 < 128:
         p += 1
-        _s30_count4 = (_s30_count4 >> 1) ^ -(_s30_count4 & 1)
+        _s31_count4 = (_s31_count4 >> 1) ^ -(_s31_count4 & 1)
     else:
-        _s30_count4, p = _long(b, p)
-    while _s30_count4:
-        if _s30_count4 < 0:
-            _s30_count4 = -_s30_count4
+        _s31_count4, p = _long(b, p)
+    while _s31_count4:
+        if _s31_count4 < 0:
+            _s31_count4 = -_s31_count4
             _, p = _long(b, p)
-        for _ in range(_s30_count4):
+        for _ in range(_s31_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5396,7 +5494,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s30_key5 = b[p:e].decode('utf-8')
+            _s31_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -5409,27 +5507,27 @@ def _s30_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s30_items3[_s30_key5] = b[p:e].decode('utf-8')
+            _s31_items3[_s31_key5] = b[p:e].decode('utf-8')
             p = e
-        _s30_count4 = b[p]
-        if _s30_count4 < 128:
+        _s31_count4 = b[p]
+        if _s31_count4 < 128:
             p += 1
-            _s30_count4 = (_s30_count4 >> 1) ^ -(_s30_count4 & 1)
+            _s31_count4 = (_s31_count4 >> 1) ^ -(_s31_count4 & 1)
         else:
-            _s30_count4, p = _long(b, p)
-    v14 = _s30_items3
-    _s30_items6 = []
-    _s30_count7 = b[p]
-    if _s30_count7 < 128:
+            _s31_count4, p = _long(b, p)
+    v14 = _s31_items3
+    _s31_items6 = []
+    _s31_count7 = b[p]
+    if _s31_count7 < 128:
         p += 1
-        _s30_count7 = (_s30_count7 >> 1) ^ -(_s30_count7 & 1)
+        _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
     else:
-        _s30_count7, p = _long(b, p)
-    while _s30_count7:
-        if _s30_count7 < 0:
-            _s30_count7 = -_s30_count7
+        _s31_count7, p = _long(b, p)
+    while _s31_count7:
+        if _s31_count7 < 0:
+            _s31_count7 = -_s31_count7
             _, p = _long(b, p)
-        for _ in range(_s30_count7):
+        for _ in range(_s31_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5441,16 +5539,16 @@ def _s30_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s30_item8 = b[p:e].decode('utf-8')
+            _s31_item8 = b[p:e].decode('utf-8')
             p = e
-            _s30_items6.append(_s30_item8)
-        _s30_count7 = b[p]
-        if _s30_count7 < 128:
+            _s31_items6.append(_s31_item8)
+        _s31_count7 = b[p]
+        if _s31_count7 < 128:
             p += 1
-            _s30_count7 = (_s30_count7 >> 1) ^ -(_s30_count7 & 1)
+            _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
         else:
-            _s30_count7, p = _long(b, p)
-    v15 = _s30_items6
+            _s31_count7, p = _long(b, p)
+    v15 = _s31_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -5461,7 +5559,7 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
 
 
-def _s31_record1(bytes b, Py_ssize_t p):
+def _s32_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5611,7 +5709,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
     return _records.TaskCancelled(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s32_record1(bytes b, Py_ssize_t p):
+def _s33_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5791,10 +5889,10 @@ def _s32_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
 
 
-_s33_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s34_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s33_record1(bytes b, Py_ssize_t p):
+def _s34_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5934,7 +6032,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s33_const2[n >> 1]
+    v10 = _s34_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6001,10 +6099,10 @@ def _s33_record1(bytes b, Py_ssize_t p):
     return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
-def _s34_record1(bytes b, Py_ssize_t p):
+def _s35_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s34_count3
+    cdef long long _s35_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -6123,18 +6221,18 @@ def _s34_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s34_items2 = []
-    _s34_count3 = b[p]
-    if _s34_count3 < 128:
+    _s35_items2 = []
+    _s35_count3 = b[p]
+    if _s35_count3 < 128:
         p += 1
-        _s34_count3 = (_s34_count3 >> 1) ^ -(_s34_count3 & 1)
+        _s35_count3 = (_s35_count3 >> 1) ^ -(_s35_count3 & 1)
     else:
-        _s34_count3, p = _long(b, p)
-    while _s34_count3:
-        if _s34_count3 < 0:
-            _s34_count3 = -_s34_count3
+        _s35_count3, p = _long(b, p)
+    while _s35_count3:
+        if _s35_count3 < 0:
+            _s35_count3 = -_s35_count3
             _, p = _long(b, p)
-        for _ in range(_s34_count3):
+        for _ in range(_s35_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6146,16 +6244,16 @@ def _s34_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s34_item4 = b[p:e].decode('utf-8')
+            _s35_item4 = b[p:e].decode('utf-8')
             p = e
-            _s34_items2.append(_s34_item4)
-        _s34_count3 = b[p]
-        if _s34_count3 < 128:
+            _s35_items2.append(_s35_item4)
+        _s35_count3 = b[p]
+        if _s35_count3 < 128:
             p += 1
-            _s34_count3 = (_s34_count3 >> 1) ^ -(_s34_count3 & 1)
+            _s35_count3 = (_s35_count3 >> 1) ^ -(_s35_count3 & 1)
         else:
-            _s34_count3, p = _long(b, p)
-    v9 = _s34_items2
+            _s35_count3, p = _long(b, p)
+    v9 = _s35_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -6170,156 +6268,6 @@ def _s34_record1(bytes b, Py_ssize_t p):
     v10 = b[p:e].decode('utf-8')
     p = e
     return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
-
-
-def _s35_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = n
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v5 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v7 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v8 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v9 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v10 = b[p:e].decode('utf-8')
-    p = e
-    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s36_record1(bytes b, Py_ssize_t p):
@@ -6469,10 +6417,160 @@ def _s36_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s37_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v10 = b[p:e].decode('utf-8')
+    p = e
+    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+
+
+def _s38_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6651,7 +6749,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6788,7 +6886,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6941,10 +7039,10 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
-_s40_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s41_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7091,7 +7189,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s40_const2[n >> 1]
+    v11 = _s41_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -7122,7 +7220,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7290,7 +7388,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
     return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7450,7 +7548,7 @@ def _s42_record1(bytes b, Py_ssize_t p):
     return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s43_record1(bytes b, Py_ssize_t p):
+def _s44_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7588,7 +7686,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
     return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
-def _s44_record5(bytes b, Py_ssize_t p):
+def _s45_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7634,10 +7732,10 @@ def _s44_record5(bytes b, Py_ssize_t p):
     return _records.Candidate(v0, v1, v2), p
 
 
-def _s44_record1(bytes b, Py_ssize_t p):
+def _s45_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s44_count3
+    cdef long long _s45_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7762,27 +7860,27 @@ def _s44_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s44_items2 = []
-    _s44_count3 = b[p]
-    if _s44_count3 < 128:
+    _s45_items2 = []
+    _s45_count3 = b[p]
+    if _s45_count3 < 128:
         p += 1
-        _s44_count3 = (_s44_count3 >> 1) ^ -(_s44_count3 & 1)
+        _s45_count3 = (_s45_count3 >> 1) ^ -(_s45_count3 & 1)
     else:
-        _s44_count3, p = _long(b, p)
-    while _s44_count3:
-        if _s44_count3 < 0:
-            _s44_count3 = -_s44_count3
+        _s45_count3, p = _long(b, p)
+    while _s45_count3:
+        if _s45_count3 < 0:
+            _s45_count3 = -_s45_count3
             _, p = _long(b, p)
-        for _ in range(_s44_count3):
-            _s44_item4, p = _s44_record5(b, p)
-            _s44_items2.append(_s44_item4)
-        _s44_count3 = b[p]
-        if _s44_count3 < 128:
+        for _ in range(_s45_count3):
+            _s45_item4, p = _s45_record5(b, p)
+            _s45_items2.append(_s45_item4)
+        _s45_count3 = b[p]
+        if _s45_count3 < 128:
             p += 1
-            _s44_count3 = (_s44_count3 >> 1) ^ -(_s44_count3 & 1)
+            _s45_count3 = (_s45_count3 >> 1) ^ -(_s45_count3 & 1)
         else:
-            _s44_count3, p = _long(b, p)
-    v9 = _s44_items2
+            _s45_count3, p = _long(b, p)
+    v9 = _s45_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7793,10 +7891,10 @@ def _s44_record1(bytes b, Py_ssize_t p):
     return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s45_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s46_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s45_record1(bytes b, Py_ssize_t p):
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7922,11 +8020,11 @@ def _s45_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s45_const2[n >> 1]
+    v8 = _s46_const2[n >> 1]
     return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s46_record1(bytes b, Py_ssize_t p):
+def _s47_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8103,42 +8201,43 @@ READERS = {
     'da158e498731592f': _s6_record1,  # AgentThrottleNoted v1
     'ecc6f66b01486b00': _s7_record1,  # BudgetExceeded v1
     '90bf6d8bb6e680ba': _s8_record1,  # BudgetRestored v1
-    '8f20c658d3b68def': _s9_record1,  # ConsensusReached v1
-    'e51e875b3586a387': _s10_record1,  # ConsensusTimedOut v1
-    '580d6d18a721e62d': _s11_record1,  # CoordinatorAnnounced v1
-    'c7e536f146ac3037': _s12_record1,  # DeadLetterRecorded v1
-    '82aacfdf848e50fa': _s13_record1,  # DeadlockBroken v1
-    'c76a9ea2a129a127': _s14_record1,  # DeadlockDetected v1
-    '181a60cb1bb324f6': _s15_record1,  # DrainRequested v1
-    '87d05f1bd584c8d0': _s16_record1,  # ExperienceRecorded v1
-    '6d8cb406b76aacfe': _s17_record1,  # GroundTruthUpdated v1
-    '3ff73efd2b119764': _s18_record1,  # JournalRecordsSkipped v1
-    '222c80c25527f4c4': _s19_record1,  # MissionAccepted v1
-    '08a112dec197e40b': _s20_record1,  # MissionCompleted v1
-    '1c588229657689b0': _s21_record1,  # MissionFailed v1
-    'd649fedb5b1aba1e': _s22_record1,  # MissionRejected v1
-    '645a56ed0f633944': _s23_record1,  # MissionRetired v1
-    'd091a1efb68bdc71': _s24_record1,  # MissionSubmitted v1
-    'b1c4decffcb93029': _s25_record1,  # PeerAnswered v1
-    '8a9fdeb7e367cb72': _s26_record1,  # PeerQuestion v1
-    'ef58c438337eea71': _s27_record1,  # PhaseStarted v1
-    '92c08abb1c193b8b': _s28_record1,  # PlanAdopted v1
-    '408ae9cb1b660725': _s29_record1,  # ResyncRequested v1
-    '863cce9607afcb40': _s30_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s31_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s32_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s33_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s34_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s35_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s36_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s37_record1,  # TaskResultRecorded v1
-    '211655e567231fac': _s38_record1,  # TaskStartRecorded v1
-    'e6a663f565b98225': _s39_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s40_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s41_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s42_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s43_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s44_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s45_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s46_record1,  # WaitStarted v1
+    '40311d4420ba7b6d': _s9_record1,  # BudgetWindowSet v1
+    '8f20c658d3b68def': _s10_record1,  # ConsensusReached v1
+    'e51e875b3586a387': _s11_record1,  # ConsensusTimedOut v1
+    '580d6d18a721e62d': _s12_record1,  # CoordinatorAnnounced v1
+    'c7e536f146ac3037': _s13_record1,  # DeadLetterRecorded v1
+    '82aacfdf848e50fa': _s14_record1,  # DeadlockBroken v1
+    'c76a9ea2a129a127': _s15_record1,  # DeadlockDetected v1
+    '181a60cb1bb324f6': _s16_record1,  # DrainRequested v1
+    '87d05f1bd584c8d0': _s17_record1,  # ExperienceRecorded v1
+    '6d8cb406b76aacfe': _s18_record1,  # GroundTruthUpdated v1
+    '3ff73efd2b119764': _s19_record1,  # JournalRecordsSkipped v1
+    '222c80c25527f4c4': _s20_record1,  # MissionAccepted v1
+    '08a112dec197e40b': _s21_record1,  # MissionCompleted v1
+    '1c588229657689b0': _s22_record1,  # MissionFailed v1
+    'd649fedb5b1aba1e': _s23_record1,  # MissionRejected v1
+    '645a56ed0f633944': _s24_record1,  # MissionRetired v1
+    'd091a1efb68bdc71': _s25_record1,  # MissionSubmitted v1
+    'b1c4decffcb93029': _s26_record1,  # PeerAnswered v1
+    '8a9fdeb7e367cb72': _s27_record1,  # PeerQuestion v1
+    'ef58c438337eea71': _s28_record1,  # PhaseStarted v1
+    '92c08abb1c193b8b': _s29_record1,  # PlanAdopted v1
+    '408ae9cb1b660725': _s30_record1,  # ResyncRequested v1
+    '863cce9607afcb40': _s31_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s32_record1,  # TaskCancelled v1
+    '14d84a52e182c131': _s33_record1,  # TaskCompleted v1
+    'cbb1794a558181c4': _s34_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s35_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s36_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s37_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s38_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s39_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s40_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s41_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s42_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s43_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s44_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s45_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s46_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s47_record1,  # WaitStarted v1
 }

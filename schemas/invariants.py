@@ -61,6 +61,7 @@ FIELD_RULES: Mapping[str, Check] = {
     "tokens_used": _at_least("tokens_used", 0),
     "used": _at_least("used", 0),
     "confidence": _unit_interval("confidence"),
+    "window_ms": _at_least("window_ms", 1),
 }
 
 

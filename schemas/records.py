@@ -203,6 +203,26 @@ class BudgetRestored(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
 
 
+class BudgetWindowSet(Event, frozen=True, gc=False):
+    "The token budget's window and default budget the streams worker folds and decides with from now on; the budgets fold buckets usage by the latest one on its partition."
+
+    name: ClassVar[str] = 'BudgetWindowSet'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    window_ms: int
+    "The length of a budget window, in milliseconds."
+    tokens: int
+    "Tokens allowed per window to an agent without an override."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+
+
 ConsensusStrategy: TypeAlias = Literal['MAJORITY', 'CONFIDENCE_WEIGHTED']
 
 
@@ -1178,6 +1198,7 @@ CLASSES: dict[str, type[Event]] = {
     'AgentThrottleNoted': AgentThrottleNoted,
     'BudgetExceeded': BudgetExceeded,
     'BudgetRestored': BudgetRestored,
+    'BudgetWindowSet': BudgetWindowSet,
     'ConsensusReached': ConsensusReached,
     'ConsensusTimedOut': ConsensusTimedOut,
     'CoordinatorAnnounced': CoordinatorAnnounced,
@@ -1229,6 +1250,7 @@ FINGERPRINTS: dict[str, str] = {
     'AgentThrottleNoted': 'da158e498731592f',
     'BudgetExceeded': 'ecc6f66b01486b00',
     'BudgetRestored': '90bf6d8bb6e680ba',
+    'BudgetWindowSet': '40311d4420ba7b6d',
     'ConsensusReached': '8f20c658d3b68def',
     'ConsensusTimedOut': 'e51e875b3586a387',
     'CoordinatorAnnounced': '580d6d18a721e62d',

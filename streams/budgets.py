@@ -8,17 +8,22 @@ Rules:
   window_end; BudgetRestored once per throttle, at its window_end, decided by a tick at or after it or
   by the agent's next TokensUsed; its window_start is that boundary, so both paths decide the same event;
 - an agent's usage is dropped RETENTION_MS after its window ended, unless a throttle still waits for its restore
-  (`expires_at`): later usage starts a new window anyway, and usage that late for that window would be ignored.
+  (`expires_at`): later usage starts a new window anyway, and usage that late for that window would be ignored;
+- the window length is a fact of the log: the streams worker writes a BudgetWindowSet to every partition of
+  swarm.control when it starts, and usage after it is bucketed by its window (before any, by DEFAULT_WINDOW_MS;
+  a window under 1 ms is ignored).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import BudgetExceeded, BudgetRestored, TokensUsed
+from swarmlog.schemas.projection import Projection
+from swarmlog.schemas.records import BudgetExceeded, BudgetRestored, BudgetWindowSet, TokensUsed
+from swarmlog.topics import CONTROL, USAGE
 
 from .alerts import alert
 from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
@@ -63,7 +68,10 @@ INITIAL = Budgets()
 
 
 def evolve(state: Budgets, event: Event) -> Budgets:
-    """The budgets after `event`, without the usages expired by its time; other events leave them as they are."""
+    """The budgets after `event`, without the usages expired by its time (a BudgetWindowSet sets the window first:
+    expiry, like the worker's, goes by the window in force); other events leave them as they are."""
+    if isinstance(event, BudgetWindowSet):
+        state = _window_set(state, event)
     agents = evolve_by_agent(
         state.agents,
         event,
@@ -76,16 +84,36 @@ def evolve(state: Budgets, event: Event) -> Budgets:
 
 def evolve_all(state: Budgets, events: Iterable[Event]) -> Budgets:
     """`evolve` over `events` in order, with the usages held in a dict meanwhile, as the worker's table holds them."""
-    return replace(
-        state,
-        agents=fold_by_agent(
+    remaining = iter(events)
+    while True:
+        window_sets: list[BudgetWindowSet] = []
+        agents = fold_by_agent(
             state.agents,
-            events,
+            _until_window_set(remaining, window_sets),
             agent_of,
             functools.partial(evolve_usage, window_ms=state.window_ms),
             functools.partial(expires_at, window_ms=state.window_ms),
-        ),
-    )
+        )
+        state = replace(state, agents=agents)
+        if not window_sets:
+            return state
+        state = evolve(state, window_sets[0])
+
+
+def _until_window_set(events: Iterator[Event], window_sets: list[BudgetWindowSet]) -> Iterator[Event]:
+    """`events` up to the first BudgetWindowSet, which is put in `window_sets` instead."""
+    for event in events:
+        if isinstance(event, BudgetWindowSet):
+            window_sets.append(event)
+            return
+        yield event
+
+
+def _window_set(state: Budgets, event: BudgetWindowSet) -> Budgets:
+    """The budgets with the event's window; a window under 1 ms buckets nothing and is ignored."""
+    if event.window_ms < 1 or event.window_ms == state.window_ms:
+        return state
+    return replace(state, window_ms=event.window_ms)
 
 
 def expires_at(usage: AgentUsage, window_ms: int) -> int | None:
@@ -188,3 +216,9 @@ def _restored(usage: AgentUsage, event: BudgetRestored) -> AgentUsage:
     if usage.throttled_until is None or event.window_start < usage.throttled_until:
         return usage
     return replace(usage, throttled_until=None)
+
+
+PROJECTION: Projection[None, Budgets] = Projection(
+    "budgets", (USAGE, CONTROL), lambda _: INITIAL, evolve, snapshot_version=1, evolve_all=evolve_all
+)
+"""Token usage per agent per window, and the window itself (one state: the worker's table is its agents)."""

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
     AgentDeregistered,
@@ -28,6 +29,7 @@ from swarmlog.schemas.records import (
     AgentRegistered,
     AgentStatus,
 )
+from swarmlog.topics import HEARTBEATS, REGISTRY
 
 from .alerts import alert
 from .keyed import RETENTION_MS, evolve_by_agent, fold_by_agent
@@ -120,6 +122,12 @@ def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
     return Registry(fold_by_agent(state.agents, events, agent_of, evolve_agent, expires_at))
 
 
+def silent(view: AgentView, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0) -> bool:
+    """Whether the agent counts as alive but has been unheard for more than `timeout_ms` at `now_ms`, its silence
+    counted from `watched_since_ms` at the earliest (see `decide_liveness`)."""
+    return view.alive and now_ms - max(view.last_heartbeat_ms, watched_since_ms) > timeout_ms
+
+
 def decide_liveness(
     state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0
 ) -> list[AgentDeclaredDead]:
@@ -142,8 +150,14 @@ def decide_liveness(
             in_flight_task=view.in_flight_task,
         )
         for view in sorted(state.agents.values(), key=lambda v: v.agent_id)
-        if view.alive and now_ms - max(view.last_heartbeat_ms, watched_since_ms) > timeout_ms
+        if silent(view, now_ms, timeout_ms, watched_since_ms)
     ]
+
+
+PROJECTION: Projection[None, Registry] = Projection(
+    "registry", (REGISTRY, HEARTBEATS), lambda _: INITIAL, evolve, snapshot_version=1, evolve_all=evolve_all
+)
+"""Who is in the swarm and whether each agent is alive (the worker's `registry` table is its agents)."""
 
 
 def _registered(view: AgentView | None, event: AgentRegistered) -> AgentView:

@@ -26,7 +26,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from swarmlog.schemas.events import Event
+from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import DeadlockDetected, WaitEnded, WaitStarted
+from swarmlog.topics import ALERTS, WAITS
 
 from .alerts import alert
 from .persistent import PMap, TimedMap, replace
@@ -81,6 +83,13 @@ def evolve(state: WaitGraph, event: Event) -> WaitGraph:
             return _reported(state, event)
         case _:
             return state
+
+
+PROJECTION: Projection[None, WaitGraph] = Projection(
+    "waitgraph", (WAITS, ALERTS), lambda _: INITIAL, evolve, snapshot_version=1
+)
+"""The wait-for graph: the edges of swarm.waits, and the deadlocks it reported on swarm.alerts (the worker's
+`waitgraph` table holds it as `table_entries`)."""
 
 
 def canonical(agents: Sequence[str], wait_ids: Sequence[str]) -> Cycle:

@@ -1,8 +1,9 @@
 """MissionClient: submit missions and follow them through the coordinator journal, from Python.
 
 Also a typed mission builder (`Mission`, `Task`, `Consensus`, `FinalAction`, `Planning`) whose `to_dict()` is what
-`submit` takes, `load_mission` for YAML/JSON files, `MissionProgress` (a fold of a mission's journal events for
-progress displays) and `SyncMissionClient` for code without an event loop.
+`submit` takes, `load_mission` for YAML/JSON files, `MissionClient.progress` (a mission's events, each with its
+`MissionProgress`: the fold `swarmlog.coordinator.progress.PROGRESS`) and `SyncMissionClient` for code without an
+event loop.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -23,35 +24,20 @@ from swarmlog.coordinator import plan
 from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.journal import Unreadable
 from swarmlog.coordinator.placement import owner
+from swarmlog.coordinator.progress import PROGRESS, MissionProgress, Terminal
 from swarmlog.coordinator.shell.announce import read_announcements
-from swarmlog.coordinator.shell.recovery import JOURNAL, repair_command
+from swarmlog.coordinator.shell.recovery import repair_command
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import (
-    ConsensusReached,
-    ConsensusTimedOut,
-    MissionAccepted,
-    MissionCompleted,
-    MissionFailed,
-    MissionRejected,
-    MissionSubmitted,
-    PhaseStarted,
-    TaskAssigned,
-    TaskQueued,
-    TaskResultRecorded,
-    VoteRecorded,
-)
+from swarmlog.schemas.records import MissionCompleted, MissionRejected, MissionSubmitted
 from swarmlog.settings import Settings
-from swarmlog.topics import spec_for
+from swarmlog.topics import JOURNAL, MISSIONS, spec_for
 
-MISSIONS = "swarm.missions"
 log = logging.getLogger("swarmlog.client")
-Terminal: TypeAlias = MissionCompleted | MissionFailed | MissionRejected
-"""The events a mission ends with."""
 
 
 class MissionTimeout(SwarmlogError):
@@ -230,74 +216,6 @@ class Mission:
         return mission | {name: value for name, value in optional.items() if value is not None}
 
 
-@dataclasses.dataclass
-class MissionProgress:
-    """A mission as its journal events tell it so far: phase, tasks done/failed per agent, consensus, tokens."""
-
-    mission_id: str
-    title: str = ""
-    phase: str = "SUBMITTED"
-    planned: int = 0
-    assigned: int = 0
-    queued: int = 0
-    done: dict[str, int] = dataclasses.field(default_factory=dict)
-    failed: dict[str, int] = dataclasses.field(default_factory=dict)
-    tokens: int = 0
-    votes: int = 0
-    consensus: str | None = None
-    result: Terminal | None = None
-
-    def apply(self, event: Event) -> MissionProgress:
-        """Fold one journal event of this mission in (in place) and return self."""
-        match event:
-            case MissionAccepted():
-                self.title, self.phase = event.title, "ACCEPTED"
-                self.planned = sum(task.replicas for task in event.tasks)
-            case PhaseStarted():
-                self.phase = event.phase
-            case TaskAssigned():
-                self.assigned += 1
-            case TaskQueued():
-                self.queued += 1
-            case TaskResultRecorded(stale=False):
-                tally = self.done if event.succeeded else self.failed
-                tally[event.agent_id] = tally.get(event.agent_id, 0) + 1
-                self.tokens += event.tokens
-            case VoteRecorded():
-                self.votes += 1
-            case ConsensusReached():
-                self.consensus = f"reached on {event.candidate_id} in {event.consensus_ms} ms"
-            case ConsensusTimedOut():
-                self.consensus = f"timed out with {event.votes}/{event.voters} votes"
-            case MissionCompleted() | MissionFailed():
-                self.phase, self.result = "COMPLETED" if isinstance(event, MissionCompleted) else "FAILED", event
-                self.tokens = event.tokens_used or self.tokens
-            case MissionRejected():
-                self.phase, self.result = "FAILED", event
-        return self
-
-    @property
-    def succeeded(self) -> bool:
-        """Whether the mission ended and succeeded."""
-        return isinstance(self.result, MissionCompleted) and self.result.success
-
-    def summary(self) -> dict[str, Any]:
-        """A JSON-ready snapshot of the progress."""
-        return {
-            "mission_id": self.mission_id,
-            "title": self.title,
-            "phase": self.phase,
-            "planned": self.planned,
-            "assigned": self.assigned,
-            "queued": self.queued,
-            "done": dict(self.done),
-            "failed": dict(self.failed),
-            "tokens": self.tokens,
-            "votes": self.votes,
-            "consensus": self.consensus,
-        }
-
-
 class MissionClient:
     """Submits MissionSubmitted events and reads a mission's decisions from its region's journal partition."""
 
@@ -399,6 +317,15 @@ class MissionClient:
         finally:
             await consumer.stop()
 
+    async def progress(
+        self, mission_id: str, region: str | None = None
+    ) -> AsyncIterator[tuple[Event, MissionProgress]]:
+        """The mission's journal events as `follow` gives them, each with the mission's progress after it."""
+        progress = PROGRESS.initial(mission_id)
+        async for event in self.follow(mission_id, region):
+            progress = PROGRESS.evolve(progress, event)
+            yield event, progress
+
     def _decoded(self, record: ConsumerRecord) -> Event | None:
         """A record's event; None when it cannot be decoded (a journal record is reported, with its repair)."""
         try:
@@ -479,11 +406,3 @@ def outcome(result: Terminal) -> dict[str, Any]:
 def of_mission(event: Event, mission_id: str) -> bool:
     """Whether the event is one of the mission's: its mission_id field (where its record has one) names it."""
     return getattr(event, "mission_id", None) == mission_id
-
-
-def progress_of(mission_id: str, events: Iterable[Event]) -> MissionProgress:
-    """The progress folded over a mission's journal events."""
-    progress = MissionProgress(mission_id)
-    for event in events:
-        progress.apply(event)
-    return progress

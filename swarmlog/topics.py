@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from swarmlog.settings import Settings
+if TYPE_CHECKING:  # sized from the settings, it needs no more of them than their attributes
+    from swarmlog.settings import Settings
+
+# The topics' names: code names a topic by these constants, never by a string of its own.
+MISSIONS = "swarm.missions"
+JOURNAL = "swarm.coordinator.journal"
+COORDINATORS = "swarm.coordinators"
+INBOX = "swarm.agents.inbox"
+TASK_EVENTS = "swarm.tasks.events"
+HEARTBEATS = "swarm.agents.heartbeats"
+REGISTRY = "swarm.agents.registry"
+EXPERIENCES = "swarm.memory.experiences"
+VOTES = "swarm.consensus.votes"
+WAITS = "swarm.waits"
+USAGE = "swarm.usage"
+CONTROL = "swarm.control"
+ALERTS = "swarm.alerts"
+GROUND_TRUTH = "swarm.groundtruth"
+DEAD_LETTERS = "swarm.deadletter"
 
 DAY_MS = 86_400_000
 Cleanup = Literal["delete", "compact"]
@@ -45,7 +63,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
     forever = -1
     return (
         TopicSpec(
-            "swarm.missions",
+            MISSIONS,
             "mission_id",
             default,
             "delete",
@@ -55,7 +73,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Missions submitted by any Kafka client.",
         ),
         TopicSpec(
-            "swarm.coordinator.journal",
+            JOURNAL,
             "region",
             settings.regions,
             "delete",
@@ -88,7 +106,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "The coordinators' decisions, one partition per region; their state is its fold.",
         ),
         TopicSpec(
-            "swarm.coordinators",
+            COORDINATORS,
             "region",
             1,
             "delete",
@@ -98,7 +116,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Coordinators announcing the regions they serve, every 2 s.",
         ),
         TopicSpec(
-            "swarm.agents.inbox",
+            INBOX,
             "agent_id",
             settings.inbox_partitions,
             "delete",
@@ -108,7 +126,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Commands to agents; partition = the agent's slot.",
         ),
         TopicSpec(
-            "swarm.tasks.events",
+            TASK_EVENTS,
             "mission_id",
             default,
             "delete",
@@ -118,7 +136,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Task lifecycle as the agents lived it.",
         ),
         TopicSpec(
-            "swarm.agents.heartbeats",
+            HEARTBEATS,
             "agent_id",
             default,
             "delete",
@@ -128,7 +146,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Liveness and status, about once a second per agent.",
         ),
         TopicSpec(
-            "swarm.agents.registry",
+            REGISTRY,
             "agent_id",
             default,
             "compact",
@@ -138,7 +156,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Who is in the swarm; compacted to the latest fact per agent.",
         ),
         TopicSpec(
-            "swarm.memory.experiences",
+            EXPERIENCES,
             "agent_id",
             default,
             "delete",
@@ -148,7 +166,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Experiences with embeddings; Redis is rebuilt from here.",
         ),
         TopicSpec(
-            "swarm.consensus.votes",
+            VOTES,
             "mission_id",
             default,
             "delete",
@@ -158,7 +176,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Votes of phase 2.",
         ),
         TopicSpec(
-            "swarm.waits",
+            WAITS,
             "waiter_agent_id",
             default,
             "delete",
@@ -168,7 +186,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Edges of the wait-for graph.",
         ),
         TopicSpec(
-            "swarm.usage",
+            USAGE,
             "agent_id",
             default,
             "delete",
@@ -178,17 +196,17 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Token usage per generation.",
         ),
         TopicSpec(
-            "swarm.control",
+            CONTROL,
             "agent_id or *",
             default,
             "delete",
             7 * DAY_MS,
             ("streams", "operator"),
-            ("ResyncRequested", "BudgetExceeded", "BudgetRestored", "DrainRequested"),
+            ("ResyncRequested", "BudgetExceeded", "BudgetRestored", "DrainRequested", "BudgetWindowSet"),
             "Control events agents obey: re-sync, throttle, drain.",
         ),
         TopicSpec(
-            "swarm.alerts",
+            ALERTS,
             "cycle or agent_id",
             default,
             "delete",
@@ -198,7 +216,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "Conditions the coordinator must act on.",
         ),
         TopicSpec(
-            "swarm.groundtruth",
+            GROUND_TRUTH,
             "document_id",
             1,
             "compact",
@@ -208,7 +226,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "The shared ground-truth document agents re-sync to.",
         ),
         TopicSpec(
-            "swarm.deadletter",
+            DEAD_LETTERS,
             "origin topic",
             default,
             "delete",

@@ -130,6 +130,7 @@ VALID_FIELDS: Mapping[str, Strategy] = {
     "token_budget": POSITIVE_OR_NULL,
     "embedding": st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=8),
     "ttl_s": st.integers(1, 2**31 - 1),
+    "window_ms": st.integers(1, 2**63 - 1),
     "cycle": st.lists(NON_EMPTY_TEXT, min_size=1, max_size=4),
 }
 

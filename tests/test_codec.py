@@ -270,6 +270,7 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], str]] = [
     ("DeadlockDetected", lambda r: r | {"waits_started_at": []}, "waits_started_at must have one entry per edge"),
     ("BudgetExceeded", lambda r: r | {"window_end": r["window_start"]}, "must be after window_start"),
     ("VoteCast", lambda r: r | {"event_id": ""}, "event_id must not be empty"),
+    ("BudgetWindowSet", lambda r: r | {"window_ms": 0}, "window_ms must be at least 1"),
 ]
 
 

@@ -9,11 +9,11 @@ Layers, outermost first; a module imports only from its own layer or the layers 
 | shells   | every subpackage of a component (coordinator.shell, streams.app, actors.shell, brains, memory)  |
 | adapters | every other module of the swarmlog package itself (kafka, settings, metrics, logs, ...)         |
 | cores    | the modules directly in a component package (coordinator, streams, actors): folds and decisions |
-| schemas  | swarmlog.schemas                                                                                |
+| schemas  | swarmlog.schemas, swarmlog.topics (the wire contract: the events and the topics they travel on) |
 | base     | swarmlog (the package's __init__), swarmlog.errors                                              |
 
 A core module is also pure: it imports only the standard library's pure modules, msgspec, other cores, the
-schemas' event classes, invariants and projection descriptor; and it reads no clock and draws no random number.
+schemas' event classes, invariants and projection descriptor, and the topic names; and it reads no clock and draws no random number.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def layer(module: str) -> str:
         return "entry"
     if any(_within(module, tool) for tool in TOOLS):
         return "tools"
-    if _within(module, "swarmlog.schemas"):
+    if _within(module, "swarmlog.schemas") or module == "swarmlog.topics":
         return "schemas"
     for component in COMPONENTS:
         if _within(module, component):
@@ -112,7 +112,7 @@ def imported_modules(module: str, source: str) -> Iterator[str]:
     """Every module `source` (the module `module`) imports, relative imports resolved to absolute names and
     `from package import module` named by the module."""
     package = module if module in PACKAGE_NAMES else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in _runtime_nodes(ast.parse(source)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -123,6 +123,16 @@ def imported_modules(module: str, source: str) -> Iterator[str]:
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 yield full if full in MODULES else base
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of `tree` except those under `if TYPE_CHECKING:` (imports for annotations only)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            yield from (inner for branch in node.orelse for inner in ast.walk(branch))
+            continue
+        yield node
+        yield from _runtime_nodes(node)
 
 
 @functools.cache
@@ -154,7 +164,7 @@ def impure_imports(module: str) -> set[str]:
         name
         for name in imports_of(module)
         if name.split(".")[0] not in PURE_STDLIB | PURE_THIRD_PARTY
-        and not (layer(_known(name)) == "cores" or _known(name) in PURE_SCHEMAS)
+        and not (layer(_known(name)) == "cores" or _known(name) in PURE_SCHEMAS | {"swarmlog.topics"})
     }
 
 
@@ -170,6 +180,11 @@ def test_relative_and_parent_imports_are_resolved() -> None:
     source = "from . import evolve\nfrom ..schemas.events import Event\nfrom .shell import service\n"
     names = set(imported_modules("swarmlog.coordinator.decide", source))
     assert names == {"swarmlog.coordinator.evolve", "swarmlog.schemas.events", "swarmlog.coordinator.shell.service"}
+
+
+def test_imports_for_annotations_only_are_not_counted() -> None:
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from swarmlog.settings import Settings\n"
+    assert set(imported_modules("swarmlog.topics", source)) == {"typing"}
 
 
 def test_the_contract_catches_an_outward_import() -> None:

@@ -21,7 +21,7 @@ import yaml
 from prometheus_client import generate_latest
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
-from swarmlog.actors.shell.agent import Agent, AgentConfig
+from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
 from swarmlog.client import Mission, MissionClient, Task
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.errors import ConfigError
@@ -113,7 +113,7 @@ async def test_a_live_coordinator_and_agent_move_their_series(settings: Settings
         data_dir=tmp_path / "agent",
         heartbeat_s=0.5,
     )
-    agent = Agent(config, settings, ScriptedBrain(), agent_metrics)
+    agent = AgentProcess(config, settings, ScriptedBrain(), agent_metrics)
     try:
         async with CoordinatorService(
             settings, "region-0", data_dir=tmp_path / "coordinator", sensor=coordinator_metrics
@@ -181,7 +181,7 @@ async def test_every_dashboard_query_returns_series_from_a_live_swarm(settings: 
         "SWARMLOG_STREAMS_APP_ID": f"streams-{capability}",
         "SWARMLOG_METRICS_PORT": str(ports["streams"]),
     }
-    agent = Agent(
+    agent = AgentProcess(
         AgentConfig(
             agent_id=f"{capability}-agent",
             capabilities=(capability, "decision_making"),

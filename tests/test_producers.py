@@ -15,11 +15,11 @@ import pytest
 from aiokafka import TopicPartition
 from coordinator.live import crew, eventually, journal
 
+from swarmlog import topics
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.collecting import decoded
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import DeadLetterRecorded, MissionAccepted, MissionCompleted
@@ -118,8 +118,8 @@ async def dead_letters(settings: Settings, mission_id: str) -> list[DeadLetterRe
     await consumer.start()
     try:
         partitions = [
-            TopicPartition(DEAD_LETTER_TOPIC, index)
-            for index in range(spec_for(settings, DEAD_LETTER_TOPIC).partitions)
+            TopicPartition(topics.DEAD_LETTERS, index)
+            for index in range(spec_for(settings, topics.DEAD_LETTERS).partitions)
         ]
         consumer.assign(partitions)
         events = []

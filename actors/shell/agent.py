@@ -21,14 +21,15 @@ from aiokafka.errors import KafkaError
 from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
 from swarmlog.actors.domain import (
+    PROJECTION,
+    AttemptKey,
     Ballot,
     E,
+    HandleInbox,
+    InboxRejected,
     Order,
     Question,
-    Receive,
-    Rejected,
     Reply,
-    TaskKey,
     Work,
     decide,
     declared_dead,
@@ -37,7 +38,7 @@ from swarmlog.actors.domain import (
 from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
 from swarmlog.actors.memory.semantic import SemanticMemory
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
-from swarmlog.actors.shell.outbox import TASKS_TOPIC, Outbox
+from swarmlog.actors.shell.outbox import Outbox
 from swarmlog.actors.shell.recovery import recover
 from swarmlog.actors.shell.resync import read_ground_truth
 from swarmlog.actors.shell.store import AgentStore
@@ -47,7 +48,6 @@ from swarmlog.actors.steps import (
     advance,
     ballot_prompt,
     ballot_schema,
-    cast,
     experience,
     model_error,
     question,
@@ -55,14 +55,15 @@ from swarmlog.actors.steps import (
     reply,
     reply_prompt,
     reply_schema,
-    taken,
+    step_taken,
+    vote_events,
     wait_ended,
 )
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import cluster_id
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC, DEAD_LETTERED_BY, TOPIC_EVENTS, input_event, send_dead_letter
+from swarmlog.kafka.records import DEAD_LETTERED_BY, TOPIC_EVENTS, input_event, send_dead_letter
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import stop_on_signals
@@ -88,11 +89,8 @@ from swarmlog.schemas.records import (
     WaitOutcome,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import catalog
+from swarmlog.topics import CONTROL, DEAD_LETTERS, INBOX, REGISTRY, catalog
 
-INBOX_TOPIC = "swarm.agents.inbox"
-CONTROL_TOPIC = "swarm.control"
-REGISTRY_TOPIC = "swarm.agents.registry"
 RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
 
@@ -123,7 +121,7 @@ class AgentConfig:
     resync_s: float = 60.0
 
 
-class Agent:
+class AgentProcess:
     """One agent: its inbox partition paused while it thinks or is throttled, so heartbeats and control flow on."""
 
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
@@ -133,11 +131,11 @@ class Agent:
             name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
         }
         self._codec = codec_for(settings.schema_registry_url)
-        self._inbox = TopicPartition(INBOX_TOPIC, config.slot)
+        self._inbox = TopicPartition(INBOX, config.slot)
         self._name = f"agent:{config.agent_id}"
         self._wait = BrokerWait(self._sensor, settings.bootstrap or "", f"take the events of {self._name}")
         self._registration_id = ""  # the event id of this run's AgentRegistered
-        self._abandoned: TaskKey | None = None  # the task of a run declared dead, handed back before its next step
+        self._abandoned: AttemptKey | None = None  # the task of a run declared dead, handed back before its next step
         self._stopping = asyncio.Event()
         self._unthrottled = asyncio.Event()
         self._busy: asyncio.Task[None] | None = None
@@ -174,7 +172,7 @@ class Agent:
                     store,
                 )
                 self._memory = memory
-                tasks, control = await self._partitions(TASKS_TOPIC), await self._partitions(CONTROL_TOPIC)
+                folded = [tp for topic in PROJECTION.topics for tp in await self._partitions(topic)]
                 await self._check_slot()
                 started = time.monotonic()
                 self._checkpoint, stale = await recover(
@@ -182,25 +180,25 @@ class Agent:
                     self._codec,
                     self._config.agent_id,
                     self._inbox,
-                    tasks,
-                    control,
+                    folded,
                     store.load(self._config.agent_id),
                     await cluster_id(consumer),
                 )
                 if stale is not None:
                     log.warning(
-                        "agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (task and "
-                        "budget events, and inbox %d, from the log start). Nothing is lost or redone; if this "
-                        "is the wrong broker, stop the agent and give it the right --bootstrap",
+                        "agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (%s, and "
+                        "inbox %d, from the log start). Nothing is lost or redone; if this is the wrong broker, "
+                        "stop the agent and give it the right --bootstrap",
                         self._config.agent_id,
                         store.path,
                         stale,
+                        ", ".join(PROJECTION.topics),
                         self._checkpoint.inbox,
                     )
                 self._sensor.on_recovered("agent", time.monotonic() - started)
                 store.save(self._checkpoint)
-                registry = await self._partitions(REGISTRY_TOPIC) if self._config.ask_peers else []
-                await self._serve(consumer, control, registry)
+                registry = await self._partitions(REGISTRY) if self._config.ask_peers else []
+                await self._serve(consumer, [tp for tp in folded if tp.topic == CONTROL], registry)
                 if self._failed is not None:
                     raise SwarmlogError(
                         f"agent {self._config.agent_id} stopped because a command's effect failed "
@@ -213,11 +211,11 @@ class Agent:
 
     async def _check_slot(self) -> None:
         """A ConfigError when the agent's slot is not a partition of the inbox topic (it would wait on it forever)."""
-        count = len(await self._partitions(INBOX_TOPIC))
+        count = len(await self._partitions(INBOX))
         if self._inbox.partition >= count:
             raise ConfigError(
                 f"agent {self._config.agent_id}: slot {self._inbox.partition} is not a partition of "
-                f"{INBOX_TOPIC}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
+                f"{INBOX}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
                 f"{count}, or create the topics with more inbox partitions (SWARMLOG_INBOX_PARTITIONS)"
             )
 
@@ -241,7 +239,7 @@ class Agent:
         else:
             consumer.seek(own, registered_at)
         for tp in control:  # where recovery's fold ended: no control event after it is missed, none before is obeyed
-            consumer.seek(tp, self._checkpoint.control[tp.partition])
+            consumer.seek(tp, self._checkpoint.positions[tp])
         self._consumer = consumer
         self._gate()
         heartbeats = asyncio.create_task(self._heartbeat())
@@ -252,9 +250,9 @@ class Agent:
                 for tp, records in batch.items():
                     for record in records:
                         self._sensor.on_consumed(tp.topic)
-                        if tp.topic == REGISTRY_TOPIC:
+                        if tp.topic == REGISTRY:
                             await self._registry(record)
-                        elif tp.topic == CONTROL_TOPIC:
+                        elif tp.topic == CONTROL:
                             await self._control(record)
                         elif self._busy is not None:
                             self._while_busy(record)
@@ -273,8 +271,8 @@ class Agent:
         event = await self._decoded(record)
         if event is None:
             return self._save(record.offset + 1)
-        decision = decide(Receive(event, now_ms(), self._truth.version), self._checkpoint.state)
-        if isinstance(decision, Rejected):
+        decision = decide(HandleInbox(event, now_ms(), self._truth.version), self._checkpoint.state)
+        if isinstance(decision, InboxRejected):
             await self._dead_letter(record, RejectedCommand(decision.reason))
             return self._save(record.offset + 1)
         await self._write(decision.events)
@@ -402,7 +400,7 @@ class Agent:
                 run = None
             else:
                 events, run = advance(run, generation.text, self._usage(generation))
-            step = taken(events)
+            step = step_taken(events)
             if step is not None and step.action.lower() == REMEMBER:
                 embedding = await self._memory.embed(step.content)
                 events = (*events, experience(step, embedding, self._config.node, self._settings.memory_ttl_s))
@@ -440,7 +438,7 @@ class Agent:
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
         try:
             await self._outbox.deliver(question(run, self._config.slot, now_ms()), found[1])
-            self._sensor.on_produced(INBOX_TOPIC)
+            self._sensor.on_produced(INBOX)
             self._gate()  # read the inbox while waiting: the answer arrives there
             await asyncio.wait(
                 [answer, stopping], timeout=self._config.ask_timeout_s, return_when=asyncio.FIRST_COMPLETED
@@ -468,7 +466,7 @@ class Agent:
         used, answered = reply(asked, self._config.agent_id, generation.text, self._usage(generation))
         await self._write([used])
         await self._outbox.deliver(answered, asked.reply_slot)
-        self._sensor.on_produced(INBOX_TOPIC)
+        self._sensor.on_produced(INBOX)
 
     async def _recall(self, query: str) -> tuple[str, ...]:
         """The contents of the memories nearest to `query`."""
@@ -483,7 +481,7 @@ class Agent:
         except Exception:  # as with malformed output: no VoteCast; the ballot closes on the votes that came
             log.exception("brain failed on ballot %s; agent %s abstains", ballot.ballot_id, self._config.agent_id)
             return
-        await self._write(cast(ballot, self._config.agent_id, generation.text, self._usage(generation)))
+        await self._write(vote_events(ballot, self._config.agent_id, generation.text, self._usage(generation)))
 
     @staticmethod
     def _usage(generation: Generation) -> Usage:
@@ -493,9 +491,8 @@ class Agent:
     async def _control(self, record: ConsumerRecord) -> None:
         """Budget events throttle and restore this agent; a drain request stops it; anything else is skipped (and
         dead-lettered when it is meant for this agent). Its position is saved with the next checkpoint."""
-        self._checkpoint = dataclasses.replace(
-            self._checkpoint, control=self._checkpoint.control | {record.partition: record.offset + 1}
-        )
+        position = {TopicPartition(record.topic, record.partition): record.offset + 1}
+        self._checkpoint = dataclasses.replace(self._checkpoint, positions={**self._checkpoint.positions, **position})
         event = await self._decoded(record)
         if event is None:
             return
@@ -601,8 +598,10 @@ class Agent:
             state = evolve(state, event)
             if isinstance(event, ExperienceRecorded):
                 self._memory.remember(event)
-        tasks = {tp.partition: offset for tp, offset in written.items() if tp.topic == TASKS_TOPIC}
-        self._checkpoint = dataclasses.replace(self._checkpoint, state=state, log=self._checkpoint.log | tasks)
+        folded = {tp: offset for tp, offset in written.items() if tp.topic in PROJECTION.topics}
+        self._checkpoint = dataclasses.replace(
+            self._checkpoint, state=state, positions={**self._checkpoint.positions, **folded}
+        )
 
     async def _emit(self, events: tuple[Event, ...] | list[Event]) -> dict[TopicPartition, int]:
         """Write events through the outbox and tell the sensor: topics, tokens, finished tasks."""
@@ -637,7 +636,7 @@ class Agent:
         return record.key in (None, b"*", self._config.agent_id.encode())
 
     async def _dead_letter(self, record: ConsumerRecord, error: Exception) -> None:
-        """Write a record this agent cannot use to swarm.deadletter, with its coordinates and the reason (one WARNING).
+        """Write a record this agent cannot use to the dead-letter topic, with its coordinates and the reason (one WARNING).
 
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
         checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
@@ -647,10 +646,10 @@ class Agent:
                 self._producer, record, error, self._name, max_message_bytes=self._settings.max_message_bytes
             )
         )
-        self._sensor.on_produced(DEAD_LETTER_TOPIC)
+        self._sensor.on_produced(DEAD_LETTERS)
 
     def _save(self, inbox: int) -> None:
-        """Checkpoint the state, the inbox position and the log and control positions in one store write."""
+        """Checkpoint the state, the inbox position and the positions in the projection's topics in one store write."""
         self._checkpoint = dataclasses.replace(self._checkpoint, inbox=inbox)
         self._store.save(self._checkpoint)
 
@@ -665,7 +664,7 @@ async def run_agent(config: AgentConfig, settings: Settings) -> None:
     # Each agent samples with its own seed, so replicas of a task are independent draws, not copies.
     brain = open_brain(config.brain, config.model, config.gpu, seed=zlib.crc32(config.agent_id.encode()))
     try:
-        agent = Agent(config, settings, brain, sensor)
+        agent = AgentProcess(config, settings, brain, sensor)
         # Past the step's drain time, a stop still waits on the broker for the release and the deregistration.
         stop_on_signals(agent.stop, what=f"agent {config.agent_id}", deadline_s=config.drain_s + 20.0)
         await agent.run()

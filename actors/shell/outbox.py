@@ -28,10 +28,7 @@ from swarmlog.schemas.records import (
     WaitStarted,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import TopicSpec, catalog
-
-TASKS_TOPIC = "swarm.tasks.events"
-INBOX_TOPIC = "swarm.agents.inbox"
+from swarmlog.topics import INBOX, TopicSpec, catalog
 
 
 class Outbox:
@@ -43,7 +40,7 @@ class Outbox:
         self._topics: dict[str, TopicSpec] = {  # inbox messages go to a slot, through deliver()
             name: spec
             for spec in catalog(settings)
-            if "agent" in spec.writers and spec.name != INBOX_TOPIC
+            if "agent" in spec.writers and spec.name != INBOX
             for name in spec.events
         }
 
@@ -61,9 +58,9 @@ class Outbox:
 
     async def deliver(self, message: PeerQuestion | PeerAnswered, slot: int) -> None:
         """Send an inbox message (a peer's question or answer) to the agent on `slot`, keyed by its recipient."""
-        payload = self._producer.encode_for(INBOX_TOPIC, message)
+        payload = self._producer.encode_for(INBOX, message)
         await self._wait.through(
-            self._producer.raw.send_and_wait(INBOX_TOPIC, payload, key=message.to_agent_id.encode(), partition=slot)
+            self._producer.raw.send_and_wait(INBOX, payload, key=message.to_agent_id.encode(), partition=slot)
         )
 
 

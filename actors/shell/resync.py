@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from aiokafka import TopicPartition
 
-from swarmlog.actors.groundtruth import GROUND_TRUTH_TOPIC, GroundTruth, evolve_ground_truth
+from swarmlog.actors.groundtruth import GroundTruth, evolve_ground_truth
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import Codec
 from swarmlog.settings import Settings
+from swarmlog.topics import GROUND_TRUTH
 
 
 async def read_ground_truth(settings: Settings, codec: Codec, truth: GroundTruth, client_id: str) -> GroundTruth:
@@ -17,7 +18,7 @@ async def read_ground_truth(settings: Settings, codec: Codec, truth: GroundTruth
     consumer = reader(settings, client_id, idempotence_supported(settings))
     await consumer.start()
     try:
-        tp = TopicPartition(GROUND_TRUTH_TOPIC, 0)
+        tp = TopicPartition(GROUND_TRUTH, 0)
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
         async for record in records_to_end(consumer, tp):

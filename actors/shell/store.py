@@ -1,32 +1,43 @@
 """The agent's local rocksdict store: its task state, inbox position and log positions, written in one batch.
 
 Every position belongs to one Kafka cluster: the checkpoint records the cluster id it was taken on, so that recovery
-can tell a checkpoint of this log from one left by another cluster (see actors/shell/recovery.py).
+can tell a checkpoint of this log from one left by another cluster (see actors/shell/recovery.py). It records the
+version of its encoding too (the agent projection's snapshot version): one of another version is not read back, and
+recovery folds the log again instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
+from aiokafka import TopicPartition
 from rocksdict import Rdict, WriteBatch
 
-from swarmlog.actors.domain import AgentState
+from swarmlog.actors.domain import PROJECTION, AgentState
 
 KEY = "checkpoint"
+UNVERSIONED = 1  # the version of a checkpoint written before checkpoints recorded theirs
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """State as of inbox offset `inbox` (the next to read), swarm.tasks.events offsets `log` and swarm.control
-    offsets `control` (partition → next), all on the cluster `cluster` (None: unknown, or a broker without an id)."""
+    """State as of inbox offset `inbox` (the next to read) and `positions` (the next offset of each partition of the
+    projection's topics), all on the cluster `cluster` (None: unknown, or a broker without an id)."""
 
     state: AgentState
     inbox: int
-    log: dict[int, int]
-    control: dict[int, int] = dataclasses.field(default_factory=dict)
+    positions: Mapping[TopicPartition, int]
     cluster: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Outdated:
+    """A checkpoint written in another version of the encoding: not read back."""
+
+    version: int
 
 
 class AgentStore:
@@ -37,44 +48,49 @@ class AgentStore:
         self.path = path
         self._db = Rdict(str(path))
 
-    def load(self, agent_id: str) -> Checkpoint | None:
-        """The last checkpoint, or None for a new agent."""
+    def load(self, agent_id: str) -> Checkpoint | Outdated | None:
+        """The last checkpoint, Outdated when written in another encoding, or None for a new agent."""
         raw = self._db.get(KEY)
         if raw is None:
             return None
         saved = json.loads(raw)
-        # Checkpoints written before closed attempts and ballots had times give them time 0: they are dropped at the
-        # next event, once recovery has folded back in what closed after the checkpoint (all a redelivery needs).
-        closed = {tuple(entry[:4]): entry[4] if len(entry) > 4 else 0 for entry in saved["closed"]}
-        ballots = saved["ballots"]
+        version = saved.get("version", UNVERSIONED)
+        if version != PROJECTION.snapshot_version:
+            return Outdated(version)
         state = AgentState(
             agent_id,
-            frozenset(map(tuple, saved["started"])) - closed.keys(),
-            closed,
-            dict.fromkeys(ballots, 0) if isinstance(ballots, list) else ballots,
+            frozenset(map(tuple, saved["started"])),
+            {tuple(key): at for *key, at in saved["closed"]},
+            saved["ballots"],
             saved["throttled"],
-            saved.get("seen", 0),
+            saved["seen"],
         )
-        return Checkpoint(
-            state, saved["inbox"], _positions(saved["log"]), _positions(saved.get("control", {})), saved.get("cluster")
-        )  # older checkpoints have neither
+        positions = {
+            TopicPartition(topic, int(partition)): offset
+            for topic, offsets in saved["positions"].items()
+            for partition, offset in offsets.items()
+        }
+        return Checkpoint(state, saved["inbox"], positions, saved["cluster"])
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the checkpoint in one write batch."""
         state = checkpoint.state
+        positions: dict[str, dict[int, int]] = {}
+        for tp, offset in sorted(checkpoint.positions.items()):
+            positions.setdefault(tp.topic, {})[tp.partition] = offset
         batch = WriteBatch()
         batch.put(
             KEY,
             json.dumps(
                 {
+                    "version": PROJECTION.snapshot_version,
                     "started": sorted(state.started),
                     "closed": sorted([*key, at] for key, at in state.closed.items()),
                     "ballots": dict(state.ballots),
                     "seen": state.seen_ms,
                     "throttled": state.throttled,
                     "inbox": checkpoint.inbox,
-                    "log": checkpoint.log,
-                    "control": checkpoint.control,
+                    "positions": positions,
                     "cluster": checkpoint.cluster,
                 }
             ),
@@ -84,8 +100,3 @@ class AgentStore:
     def close(self) -> None:
         """Flush and close the database."""
         self._db.close()
-
-
-def _positions(saved: dict[str, int]) -> dict[int, int]:
-    """Partition → offset, from JSON's string keys."""
-    return {int(p): o for p, o in saved.items()}

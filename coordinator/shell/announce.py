@@ -26,9 +26,8 @@ from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.records import CoordinatorAnnounced
 from swarmlog.settings import Settings
-from swarmlog.topics import spec_for
+from swarmlog.topics import COORDINATORS, spec_for
 
-TOPIC = "swarm.coordinators"
 ANNOUNCE_MS = 2_000
 RECENT_PER_REGION = 100  # announcements read back per region: minutes of history, far more than liveness needs
 log = logging.getLogger("swarmlog.coordinator")
@@ -77,12 +76,12 @@ class Announcer:
             **self._figures(),
         )
         try:
-            await self._wait.through(self._producer.send(TOPIC, event, key=self._region))
+            await self._wait.through(self._producer.send(COORDINATORS, event, key=self._region))
         except (KafkaError, SwarmlogError) as exc:
             log.warning(
                 "could not announce %s on %s (%s); run `swarmlog topics ensure` if the topic is missing",
                 self._region,
-                TOPIC,
+                COORDINATORS,
                 exc,
             )
 
@@ -93,17 +92,17 @@ async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
     consumer = reader(settings, "swarmlog-regions", idempotence_supported(settings))
     await consumer.start()
     try:
-        if TOPIC not in await consumer.topics():
+        if COORDINATORS not in await consumer.topics():
             return {}
         events = []
-        for partition in range(spec_for(settings, TOPIC).partitions):
-            tp = TopicPartition(TOPIC, partition)
+        for partition in range(spec_for(settings, COORDINATORS).partitions):
+            tp = TopicPartition(COORDINATORS, partition)
             consumer.assign([tp])
             start, end = (await consumer.beginning_offsets([tp]))[tp], (await consumer.end_offsets([tp]))[tp]
             consumer.seek(tp, max(start, end - RECENT_PER_REGION * settings.regions))
             async for record in records_to_end(consumer, tp):
                 with contextlib.suppress(DecodeError):
-                    events.append(codec.decode_record(record.value or b"", TOPIC, partition, record.offset))
+                    events.append(codec.decode_record(record.value or b"", COORDINATORS, partition, record.offset))
         return fold(events)
     finally:
         await consumer.stop()

@@ -12,8 +12,7 @@ from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.errors import EncodeError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
-
-INBOX = "swarm.agents.inbox"
+from swarmlog.topics import INBOX
 
 
 class Delivery:

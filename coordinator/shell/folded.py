@@ -1,4 +1,4 @@
-"""The coordinator's rocksdict snapshot of its folded journal (`Folded`, which records where it was read)."""
+"""The coordinator's rocksdict snapshot of its folded journal (`FoldedJournal`, which records where it was read)."""
 
 from __future__ import annotations
 
@@ -11,27 +11,27 @@ from msgspec import Struct
 from msgspec.structs import fields
 from rocksdict import Rdict
 
-from swarmlog.coordinator import state
-from swarmlog.coordinator.journal import Folded, Origin, Skip, Unreadable
+from swarmlog.coordinator import PROJECTION, state
+from swarmlog.coordinator.journal import FoldedJournal, Origin, Skip, Unreadable
 from swarmlog.schemas import records
 
-__all__ = ["Folded", "Origin", "load", "save"]
+__all__ = ["FoldedJournal", "Origin", "load", "save"]
 
 
 def _layout() -> str:
     """A digest of every field of every class a snapshot pickles: a build whose state has other fields reads none."""
     classes = (
-        Folded,
+        FoldedJournal,
         Origin,
         Skip,
         Unreadable,
         state.State,
         state.Config,
-        state.Agent,
-        state.Mission,
+        state.EnlistedAgent,
+        state.MissionState,
         state.Replica,
         state.TaskSpec,
-        state.Ballot,
+        state.BallotTally,
         state.Candidate,
         state.ConsensusSpec,
     )
@@ -41,25 +41,27 @@ def _layout() -> str:
     return hashlib.sha256(repr([*shapes, *events]).encode()).hexdigest()[:16]
 
 
-SNAPSHOT_KEY = f"journal:{_layout()}".encode()
-"""Keyed by the state's layout: a snapshot of an older layout (or the older keys b"folded" and b"journal") is a
-cache miss, never a state missing the fields this build reads."""
+SNAPSHOT_KEY = f"journal:v{PROJECTION.snapshot_version}:{_layout()}".encode()
+"""Keyed by the projection's snapshot version (what the state's fields mean: bumped by hand when `evolve` changes it)
+and by the state's layout (which fields it has: derived, so a changed class needs no bump to be safe): a snapshot of
+another version or layout (or the older keys b"folded" and b"journal:<layout>") is a cache miss, never a state this
+build misreads."""
 
 
-def load(path: Path) -> Folded | None:
+def load(path: Path) -> FoldedJournal | None:
     """The snapshot under `path`, or None when there is none or it was written by an incompatible build."""
     with Rdict(str(path)) as db:
         raw = db.get(SNAPSHOT_KEY)
     try:
         snapshot = pickle.loads(raw) if raw is not None else None
-        if isinstance(snapshot, Folded):
+        if isinstance(snapshot, FoldedJournal):
             snapshot.origin, snapshot.tip, snapshot.unreadable  # noqa: B018 - every field is there
     except Exception:  # a snapshot from another build is a cache miss, never an error
         return None
-    return snapshot if isinstance(snapshot, Folded) else None
+    return snapshot if isinstance(snapshot, FoldedJournal) else None
 
 
-def save(path: Path, folded: Folded) -> None:
+def save(path: Path, folded: FoldedJournal) -> None:
     """Replace the snapshot under `path` (and drop those of other layouts)."""
     path.mkdir(parents=True, exist_ok=True)
     with Rdict(str(path)) as db:

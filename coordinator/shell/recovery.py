@@ -18,13 +18,13 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from swarmlog.coordinator import State
-from swarmlog.coordinator.journal import Folded, Origin, Unreadable
+from swarmlog.coordinator import PROJECTION, State
+from swarmlog.coordinator.journal import FoldedJournal, Origin, Unreadable
 from swarmlog.errors import DecodeError, ServiceError, SwarmlogError
 from swarmlog.kafka.reading import cluster_id, records_to_end
 from swarmlog.schemas.codec import Codec
 
-JOURNAL = "swarm.coordinator.journal"
+[JOURNAL] = PROJECTION.topics  # the one topic the coordinator's state is the fold of
 log = logging.getLogger("swarmlog.coordinator")
 
 
@@ -64,11 +64,11 @@ async def recover(
     codec: Codec,
     partition: int,
     empty: State,
-    snapshot: Folded | None,
+    snapshot: FoldedJournal | None,
     timeout_s: float,
     *,
     strict: bool = True,
-) -> Folded:
+) -> FoldedJournal:
     """The journal partition folded to its end (from the snapshot when it is still a prefix of it, else from the
     start); with `strict`, a JournalUnreadable when records that do not decode are left unrepaired."""
     tp = TopicPartition(JOURNAL, partition)
@@ -95,7 +95,7 @@ async def recover(
                     )
             if folded is None:
                 await consumer.seek_to_beginning(tp)
-                folded = await _fold_to_end(consumer, codec, tp, Folded(empty, origin=origin))
+                folded = await _fold_to_end(consumer, codec, tp, FoldedJournal(empty, origin=origin))
     except TimeoutError:
         raise ServiceError(
             f"recovery of {tp.topic}[{partition}] took over {timeout_s} s; is the broker healthy? "
@@ -116,7 +116,7 @@ async def _doubt(
     consumer: AIOKafkaConsumer,
     codec: Codec,
     tp: TopicPartition,
-    snapshot: Folded,
+    snapshot: FoldedJournal,
     tip: tuple[int, str],
     empty: State,
     origin: Origin,
@@ -172,7 +172,9 @@ def _end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
     return stable if stable is not None and stable >= 0 else highwater
 
 
-async def _fold_to_end(consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, folded: Folded) -> Folded:
+async def _fold_to_end(
+    consumer: AIOKafkaConsumer, codec: Codec, tp: TopicPartition, folded: FoldedJournal
+) -> FoldedJournal:
     """`folded` advanced over every journal record from the consumer's position to the end (undecodable ones noted)."""
     async for record in records_to_end(consumer, tp):
         try:

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from swarmlog.coordinator import Config, initial
+from swarmlog.coordinator import PROJECTION, Config
 from swarmlog.coordinator.announcements import MISSED_INTERVALS
-from swarmlog.coordinator.journal import Folded, Unreadable
+from swarmlog.coordinator.journal import FoldedJournal, Unreadable
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover, repair_command
 from swarmlog.envelope import now_ms, stamp
@@ -80,7 +80,7 @@ async def repair(
             consumer,
             codec,
             partition,
-            initial(Config(region, settings.region_names)),
+            PROJECTION.initial(Config(region, settings.region_names)),
             None,
             READ_TIMEOUT_S,
             strict=False,
@@ -129,7 +129,9 @@ async def repair(
     return Repaired(region, partition, written, skipped, already, left)
 
 
-async def _refusal(consumer: AIOKafkaConsumer, codec: Codec, partition: int, folded: Folded, offset: int) -> str | None:
+async def _refusal(
+    consumer: AIOKafkaConsumer, codec: Codec, partition: int, folded: FoldedJournal, offset: int
+) -> str | None:
     """Why `offset` may not be skipped, or None when it holds a record that does not decode."""
     if any(record.offset == offset for record in folded.unreadable):
         return None

@@ -27,23 +27,22 @@ from typing import Protocol, TypeVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from swarmlog.coordinator import Config, Decision, Receive, Rejected, Tick, decide, initial
+from swarmlog import topics
+from swarmlog.coordinator import PROJECTION, Config, Decision, Receive, Rejected, Tick, decide
 from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.coordinator.shell.announce import Announcer
 from swarmlog.coordinator.shell.delivery import Delivery
-from swarmlog.coordinator.shell.folded import Folded
-from swarmlog.coordinator.shell.recovery import JOURNAL as JOURNAL_TOPIC
-from swarmlog.coordinator.shell.recovery import recover
+from swarmlog.coordinator.shell.folded import FoldedJournal
+from swarmlog.coordinator.shell.recovery import JOURNAL, recover
 from swarmlog.coordinator.state import RETAIN_ENDED_MS, START_TIMEOUT_MS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader
 from swarmlog.kafka.records import (
-    DEAD_LETTER_TOPIC,
     DEAD_LETTERED_BY,
     TOPIC_EVENTS,
     decode_or_dead_letter,
@@ -61,16 +60,8 @@ TICK_MS = 250
 LAG_EVERY_S = 1.0
 SNAPSHOT_EVERY_EVENTS = 1_000
 SNAPSHOT_EVERY_S = 60.0
-INBOX_TOPIC = "swarm.agents.inbox"
 log = logging.getLogger("swarmlog.coordinator")
-INPUT_TOPICS = (
-    "swarm.missions",
-    "swarm.tasks.events",
-    "swarm.consensus.votes",
-    "swarm.agents.registry",
-    "swarm.control",
-    "swarm.alerts",
-)
+INPUT_TOPICS = (topics.MISSIONS, topics.TASK_EVENTS, topics.VOTES, topics.REGISTRY, topics.CONTROL, topics.ALERTS)
 
 
 class Client(Protocol):
@@ -137,7 +128,7 @@ class CoordinatorService:
         await self.stop()
 
     @property
-    def folded(self) -> Folded:
+    def folded(self) -> FoldedJournal:
         """The journal as this coordinator has folded it (recovered, plus everything it wrote since)."""
         return self._folded
 
@@ -156,7 +147,7 @@ class CoordinatorService:
                 )
             )
             journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
-            empty = initial(self._config)
+            empty = PROJECTION.initial(self._config)
             started = time.monotonic()
             self._folded = await recover(
                 journal, self._codec, partition, empty, snapshots.load(self._snapshot_dir), self._recovery_timeout_s
@@ -275,7 +266,7 @@ class CoordinatorService:
         if event is None:
             self._sensor.on_decode_failure(record.topic)
             if self._dead_letters(record):
-                self._sensor.on_produced(DEAD_LETTER_TOPIC)
+                self._sensor.on_produced(topics.DEAD_LETTERS)
             return
         if not isinstance(event, INPUTS):
             return  # carried by its topic for someone else (an agent's control events)
@@ -288,7 +279,7 @@ class CoordinatorService:
                 self._name,
                 max_message_bytes=self._settings.max_message_bytes,
             )
-            self._sensor.on_produced(DEAD_LETTER_TOPIC)
+            self._sensor.on_produced(topics.DEAD_LETTERS)
         else:
             await self._write(decision)
 
@@ -335,8 +326,8 @@ class CoordinatorService:
 
     def _report(self, decision: Decision, sent: int) -> None:
         """Tell the sensor what a written decision did: journal events, inbox messages, assignments, the queue."""
-        self._sensor.on_produced(JOURNAL_TOPIC, len(decision.events))
-        self._sensor.on_produced(INBOX_TOPIC, sent)
+        self._sensor.on_produced(JOURNAL, len(decision.events))
+        self._sensor.on_produced(topics.INBOX, sent)
         assigned = sum(1 for event in decision.events if isinstance(event, TaskAssigned | TaskReassigned))
         if assigned:
             self._sensor.on_assigned(self._region, assigned)

@@ -4,6 +4,8 @@ swarm.usage and swarm.control are both keyed by agent_id with the same partition
 into one co-partitioned table. Decisions go to swarm.control and take effect when folded back from there (the log
 decides); decisions in flight are not decided again, and their event ids are derived, so a repeat after a crash
 is the same event. An agent's usage expires some minutes after its window (`budgets.expires_at`).
+The worker folds with its configured window, and writes that window to every partition of swarm.control before it
+starts (`announce_window`), so whoever folds the log (replay) buckets usage by the window the worker used.
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ import functools
 
 import faust
 
+from swarmlog.envelope import stamp
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.records import BudgetWindowSet
+from swarmlog.streams.alerts import PRODUCER
 from swarmlog.streams.budgets import (
+    PROJECTION,
     AgentUsage,
     BudgetDecision,
     Budgets,
@@ -24,14 +31,16 @@ from swarmlog.streams.budgets import (
 
 from .config import StreamsConfig
 from .expiry import Expiring, InFlight
-from .records import Io, RawStream, now_ms, raw_topic
+from .records import RawStream, WorkerTopics, now_ms, raw_topic
 from .tables import FoldTable, fold_table
 
-USAGE = "swarm.usage"
-CONTROL = "swarm.control"
+USAGE, CONTROL = PROJECTION.topics
+"""The usage it folds; where its decisions go, folded back from there."""
+TO_EVERY_AGENT = "*"
+"""The key of a swarm.control record addressed to no agent in particular."""
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
+def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTable:
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
     table = fold_table(app, "budgets")
     policy, window_ms = config.budget_policy, config.budget_window_ms
@@ -63,6 +72,17 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
     async def restore() -> None:
         await send(decide_budget(state(dict(table.items())), now_ms(), policy))
 
-    app.agent(raw_topic(app, USAGE, CONTROL), name="budgets")(fold)
+    app.agent(raw_topic(app, *PROJECTION.topics), name="budgets")(fold)
     app.timer(config.tick_s, name="budget-restore")(restore)
     return table
+
+
+async def announce_window(config: StreamsConfig) -> None:
+    """Write the window and default budget this worker folds and decides with to every partition of swarm.control,
+    where the budgets fold of each partition takes its window from (a restart with another window changes it)."""
+    async with EventProducer(config.settings, client_id=f"{config.app_id}-window") as producer:
+        for partition in sorted(await producer.raw.partitions_for(CONTROL)):
+            window = stamp(
+                BudgetWindowSet, producer=PRODUCER, window_ms=config.budget_window_ms, tokens=config.budget_tokens
+            )
+            await producer.send(CONTROL, window, key=TO_EVERY_AGENT, partition=partition)

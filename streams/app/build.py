@@ -7,7 +7,7 @@ from swarmlog.schemas.codec import codec_for
 
 from . import budgets, deadlocks, liveness, memory
 from .config import StreamsConfig
-from .records import Io
+from .records import WorkerTopics
 from .transport import WorkerApp
 
 
@@ -15,7 +15,7 @@ def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> WorkerApp:
     """A Faust app with the registry, wait-graph, budget and (when Redis is set) memory processors."""
     app = WorkerApp(config.app_id, **config.faust_settings())
     settings = config.settings
-    io = Io(
+    io = WorkerTopics(
         app, codec_for(settings.schema_registry_url), sensor or Sensor(), max_message_bytes=settings.max_message_bytes
     )
     liveness.install(app, io, config)

@@ -61,7 +61,9 @@ class StreamsConfig:
     @classmethod
     def from_env(cls, settings: Settings, env: Mapping[str, str] | None = None, **flags: Any) -> StreamsConfig:
         """The configuration from SWARMLOG_STREAMS_* variables, overridden by the flags that are not None."""
-        values = {field.name: knob(field.name, env) for field in dataclasses.fields(cls) if field.name != "settings"}
+        values = {
+            field.name: worker_setting(field.name, env) for field in dataclasses.fields(cls) if field.name != "settings"
+        }
         values.update({name: value for name, value in flags.items() if value is not None})
         return cls(settings=settings, **values)
 
@@ -107,8 +109,8 @@ class StreamsConfig:
         return {**common, **KAFKA_FAUST, "consumer_group_instance_id": self.group_instance_id}
 
 
-def knob(name: str, env: Mapping[str, str] | None = None) -> Any:
-    """One worker knob as SWARMLOG_STREAMS_<NAME> sets it, else its default (replay folds with what the worker used)."""
+def worker_setting(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """One worker knob as SWARMLOG_STREAMS_<NAME> sets it, else its default."""
     field = next(field for field in dataclasses.fields(StreamsConfig) if field.name == name)
     raw = (os.environ if env is None else env).get(ENV_PREFIX + name.upper())
     if raw:

@@ -20,14 +20,22 @@ import dataclasses
 import faust
 
 from swarmlog.schemas.records import WaitEnded, WaitStarted
-from swarmlog.streams.waitgraph import INITIAL, WaitGraph, decide_deadlocks, entry_changes, evolve, from_entries
+from swarmlog.streams.waitgraph import (
+    INITIAL,
+    PROJECTION,
+    WaitGraph,
+    decide_deadlocks,
+    entry_changes,
+    evolve,
+    from_entries,
+)
 
 from .config import StreamsConfig
-from .records import Io, RawStream, now_ms, raw_topic
+from .records import RawStream, WorkerTopics, now_ms, raw_topic
 from .tables import FoldTable, fold_table
 
-WAITS = "swarm.waits"
-ALERTS = "swarm.alerts"
+WAITS, ALERTS = PROJECTION.topics
+"""The waits it forwards and folds; where its deadlocks go, folded as they are sent (not read back from there)."""
 WAIT_EVENTS = (WaitStarted.name, WaitEnded.name)
 """What the one-partition topic carries: only the inputs of swarm.waits are forwarded (anything else there, such as a
 DeadlockDetected that would mark a cycle reported before it closes, is dead-lettered by the forwarder)."""
@@ -44,14 +52,14 @@ def global_waits_topic(config: StreamsConfig) -> str:
 
 
 @dataclasses.dataclass
-class Held:
+class GraphCache:
     """The graph the owner keeps in memory, and the table version it matches."""
 
     graph: WaitGraph = INITIAL
     version: int = -1
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
+def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTable:
     """Add the wait forwarder, the global wait-graph agent and its one-partition table to `app`; returns the table."""
     table = fold_table(app, "waitgraph", partitions=1)
     global_waits = raw_topic(app, global_waits_topic(config), partitions=1, internal=True)
@@ -63,7 +71,7 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
             for pending in sent:  # all delivered before the chunk is acknowledged
                 await pending
 
-    held = Held()
+    held = GraphCache()
 
     async def detect(stream: RawStream) -> None:
         async for _, event in io.decoded(stream):  # per event: a table is written inside a stream's event

@@ -13,27 +13,26 @@ import time
 
 import faust
 
-from swarmlog.streams.registry import Registry, agent_of, decide_liveness, evolve_agent, expires_at
+from swarmlog.streams.registry import PROJECTION, Registry, agent_of, decide_liveness, evolve_agent, expires_at
 from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
 from .expiry import Expiring, InFlight
 from .progress import Progress
-from .records import Io, RawStream, now_ms, raw_topic
+from .records import RawStream, WorkerTopics, now_ms, raw_topic
 from .tables import FoldTable, fold_table
 from .watch import Watch
 
-REGISTRY = "swarm.agents.registry"
-HEARTBEATS = "swarm.agents.heartbeats"
+REGISTRY, HEARTBEATS = PROJECTION.topics  # where deaths go (folded back from there), and the agents' heartbeats
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
+def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTable:
     """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
     table = fold_table(app, "registry")
     ends = EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets")
     app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
-    progress = Progress(app, (REGISTRY, HEARTBEATS), ends)
+    progress = Progress(app, PROJECTION.topics, ends)
     # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
     watch = Watch(
         ends,
@@ -82,6 +81,6 @@ def install(app: faust.App, io: Io, config: StreamsConfig) -> FoldTable:
             if in_flight.sending(death.event_id):
                 await io.send(REGISTRY, death.agent_id, death)
 
-    app.agent(raw_topic(app, REGISTRY, HEARTBEATS), name="registry")(fold)
+    app.agent(raw_topic(app, *PROJECTION.topics), name="registry")(fold)
     app.timer(config.tick_s, name="liveness")(declare_deaths)
     return table

@@ -12,15 +12,15 @@ import redis.asyncio as aioredis
 
 from swarmlog import memorybus
 from swarmlog.streams.memory import MemoryWrite, WriteBatcher, plan_write
+from swarmlog.topics import EXPERIENCES
 
 from .config import StreamsConfig
-from .records import Io, RawStream, now_ms, raw_topic
+from .records import RawStream, WorkerTopics, now_ms, raw_topic
 
-EXPERIENCES = "swarm.memory.experiences"
 CHUNK = 1000
 
 
-def install(app: faust.App, io: Io, config: StreamsConfig) -> None:
+def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> None:
     """Add the memory projection agent to `app` (only call it when Redis is configured)."""
     redis_url = config.settings.redis_url
     assert redis_url is not None

@@ -15,8 +15,9 @@ from typing import Any, TypeAlias
 import faust
 from faust.types import TP, EventT, Message
 
+from swarmlog import topics
 from swarmlog.errors import DecodeError
-from swarmlog.kafka.records import DEAD_LETTER_TOPIC, TOPIC_EVENTS, dead_letter, dead_letter_id, input_event
+from swarmlog.kafka.records import TOPIC_EVENTS, dead_letter, dead_letter_id, input_event
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
@@ -43,7 +44,7 @@ def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
     return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw", **options)
 
 
-class Io:
+class WorkerTopics:
     """The codec, the events each input topic carries, and where decided events and dead letters go."""
 
     def __init__(self, app: faust.App, codec: Codec, sensor: Sensor | None = None, *, max_message_bytes: int) -> None:
@@ -110,7 +111,7 @@ class Io:
             max_message_bytes=self._max_message_bytes,
             event_id=dead_letter_id(message.topic, message.partition, message.offset),
         )
-        await self.send(DEAD_LETTER_TOPIC, message.topic, letter)
+        await self.send(topics.DEAD_LETTERS, message.topic, letter)
         self._dead_lettered[message.tp] = message.offset
         logger.warning(
             "dead-lettered %s[%d]@%d (%d bytes): %s",

@@ -1,4 +1,5 @@
-"""Running the worker: create the catalog's and its own topics, then run the Faust app until SIGTERM or SIGINT."""
+"""Running the worker: create the catalog's and its own topics, write its budget window to the log, then run the
+Faust app until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from swarmlog.kafka.admin import ensure_topics
 from swarmlog.logs import hold_back_repeats
 from swarmlog.metrics import sensor_for
 
+from .budgets import announce_window
 from .build import build_app
 from .config import StreamsConfig
 from .deadlocks import global_waits_topic
@@ -29,6 +31,7 @@ def run_worker(config: StreamsConfig, loglevel: str = "INFO") -> NoReturn:
     app = build_app(config, sensor)
     loop.run_until_complete(ensure_topics(config.settings))
     loop.run_until_complete(ensure_internal_topics(app, config))
+    loop.run_until_complete(announce_window(config))
     config.data_dir.mkdir(parents=True, exist_ok=True)
     worker = Worker(app, loop=loop, loglevel=logging.getLevelName(loglevel.upper()), redirect_stdouts=False)
     worker.execute_from_commandline()

@@ -18,8 +18,9 @@ import typer
 
 from swarmlog.actors.brains import BRAINS
 from swarmlog.actors.brains.llamacpp import THREADS_VARIABLE
-from swarmlog.client import MissionClient, MissionTimeout, Terminal, outcome
+from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
+from swarmlog.coordinator.progress import Terminal
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (

@@ -26,7 +26,7 @@ from swarmlog.replay.timeline import timeline as mission_timeline
 from swarmlog.replay.verify import Verification, default_targets
 from swarmlog.replay.verify import verify as verify_records
 from swarmlog.settings import Settings, require_reachable
-from swarmlog.streams.app.config import knob
+from swarmlog.streams.app.config import worker_setting
 from swarmlog.topics import catalog
 
 app = typer.Typer(no_args_is_help=True, help="Rebuild any state from the log with the folds the live processes run.")
@@ -280,7 +280,7 @@ def memory(as_json: Json = False, bootstrap: Bootstrap = None) -> None:
 def _live_at(settings: Settings, data_dir: Path | None, app_id: str | None) -> tuple[Path, str]:
     """Where the live states are: the coordinators' snapshot folder and the streams worker's app id, by default
     where those processes keep them."""
-    return data_dir or settings.cache_dir / "coordinator", app_id or knob("app_id")
+    return data_dir or settings.cache_dir / "coordinator", app_id or worker_setting("app_id")
 
 
 def _targets(name: str | None, key: str | None, regions: tuple[str, ...]) -> list[tuple[Component, str | None]]:

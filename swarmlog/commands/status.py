@@ -1,7 +1,7 @@
 """`swarmlog status`: agents by region and status, queue depth per region, and the coordinators' consumer lag.
 
-Everything is read from the log: the registry and recent heartbeats folded with the stream processors' registry
-fold, each region's journal partition folded with the coordinator's own `evolve` (through its recovery), and the
+Everything is read from the log: the registry and recent heartbeats folded with the registry's projection, partition by
+partition as the streams worker's table folds them, and its liveness rule, each region's journal partition folded with the coordinator's own `evolve` (through its recovery), and the
 coordinator groups' committed offsets against the input topics' ends. Journal records that do not decode are reported
 with the repair command, region by region; they never stop the report (status writes no dead letters: only the
 processes that consume a topic for its effects do).
@@ -29,16 +29,15 @@ from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader
-from swarmlog.replay.fold import decoded
+from swarmlog.replay.fold import Record, decoded, ordered
 from swarmlog.replay.source import Span, read
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import AgentDeclaredDead, AgentDeregistered, AgentHeartbeat, AgentRegistered
 from swarmlog.settings import Settings, require_reachable
-from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, evolve_agent
+from swarmlog.streams import registry
+from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, silent
+from swarmlog.topics import HEARTBEATS, REGISTRY
 
-REGISTRY = "swarm.agents.registry"
-HEARTBEATS = "swarm.agents.heartbeats"
 HEARTBEAT_WINDOW_MS = 300_000  # heartbeats older than this are not read; the registry still lists the agent
 READ_TIMEOUT_S = 60.0
 
@@ -72,24 +71,19 @@ class AgentRow:
 
 
 def agent_status(view: AgentView, now: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> str:
-    """DEAD or DEREGISTERED from the registry, SILENT when alive but unheard for the liveness timeout, else its own."""
+    """DEAD or DEREGISTERED from the registry, SILENT when the registry's liveness rule finds it silent, else its own."""
     if not view.alive:
         return view.liveness.upper()
-    return "SILENT" if now - view.last_heartbeat_ms > timeout_ms else view.status
+    return "SILENT" if silent(view, now, timeout_ms) else view.status
 
 
 async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) -> list[AgentRow]:
-    """Every agent of the registry with its latest heartbeat (within `window_ms`), by the registry's fold."""
+    """Every agent of the registry with its latest heartbeat (within `window_ms`), by the registry's projection."""
     now = now_ms()
-    events = await read_topic(settings, REGISTRY) + await read_topic(settings, HEARTBEATS, since_ms=now - window_ms)
-    of_agents = [
-        e for e in events if isinstance(e, AgentRegistered | AgentDeregistered | AgentDeclaredDead | AgentHeartbeat)
-    ]
-    views: dict[str, AgentView] = {}
-    for event in sorted(of_agents, key=lambda e: (e.occurred_at, not isinstance(e, AgentRegistered))):
-        view = evolve_agent(views.get(event.agent_id), event)
-        if view is not None:
-            views[event.agent_id] = view
+    records = await read_records(settings, REGISTRY) + await read_records(
+        settings, HEARTBEATS, since_ms=now - window_ms
+    )
+    views = fold_registry(records, settings)
     return [
         AgentRow(
             v.agent_id,
@@ -100,19 +94,26 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
             agent_status(v, now),
             round((now - v.last_heartbeat_ms) / 1000, 1),
         )
-        for v in sorted(views.values(), key=lambda v: (v.region, v.agent_id))
+        for v in sorted(views, key=lambda v: (v.region, v.agent_id))
     ]
 
 
-async def read_topic(settings: Settings, topic: str, since_ms: int | None = None) -> list[Event]:
-    """A topic's events (from `since_ms` when given) up to its current end; undecodable records skipped."""
-    reading = await read(settings, [topic], Span(from_ms=since_ms), timeout_s=READ_TIMEOUT_S)
-    # The dead-letter topic is where consumers report undecodable records; status only leaves them out.
+def fold_registry(records: list[Record], settings: Settings) -> list[AgentView]:
+    """Every agent's view: each partition of the registry's topics folded on its own (an agent's events share one),
+    as the streams worker's `registry` table folds them; records that do not decode left out."""
+    by_partition: dict[int, list[Event]] = collections.defaultdict(list)
+    for record, event in decoded(ordered(records), codec_for(settings.schema_registry_url)):
+        if isinstance(event, Event):  # the dead-letter topic is where consumers report the others; status skips them
+            by_partition[record.partition].append(event)
     return [
-        event
-        for _, event in decoded(reading.records, codec_for(settings.schema_registry_url))
-        if isinstance(event, Event)
+        view for events in by_partition.values() for view in registry.PROJECTION.rebuild(None, events).agents.values()
     ]
+
+
+async def read_records(settings: Settings, topic: str, since_ms: int | None = None) -> list[Record]:
+    """A topic's records (from `since_ms` when given) up to its current end."""
+    reading = await read(settings, [topic], Span(from_ms=since_ms), timeout_s=READ_TIMEOUT_S)
+    return list(reading.records)
 
 
 async def _start(client: Any, settings: Settings) -> None:

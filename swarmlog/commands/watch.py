@@ -14,9 +14,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from swarmlog.client import MissionClient, MissionProgress, MissionTimeout, outcome
+from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, connected
+from swarmlog.coordinator.progress import PROGRESS, MissionProgress
 from swarmlog.schemas.events import Event
 
 CHECK_SERVED_S = 2.0
@@ -39,73 +40,68 @@ def watch(
 
 def watch_mission(client: MissionClient, mission_id: str, region: str | None, timeout_s: float, as_json: bool) -> None:
     """Show the mission's progress until it ends, print its result, exit 1 unless it succeeded."""
-    progress = MissionProgress(mission_id)
     if as_json:
-        asyncio.run(
+        progress = asyncio.run(
             follow(
                 client,
-                progress,
+                mission_id,
                 region,
                 timeout_s,
-                lambda event: print_json(progress_line(event, progress)),
+                lambda event, progress: print_json(progress_line(event, progress)),
                 lambda note: print_json({"type": "waiting", "mission_id": mission_id} | note),
             )
         )
+        print_json(result_document(progress))
     else:
-        with Live(render(progress), console=out, refresh_per_second=8, transient=True) as live:
-            asyncio.run(
+        with Live(render(PROGRESS.initial(mission_id)), console=out, refresh_per_second=8, transient=True) as live:
+            progress = asyncio.run(
                 follow(
                     client,
-                    progress,
+                    mission_id,
                     region,
                     timeout_s,
-                    lambda _: live.update(render(progress)),
+                    lambda _, progress: live.update(render(progress)),
                     lambda note: live.console.print(note["message"], highlight=False),
                 )
             )
         out.print(render(progress))
-    if as_json:
-        print_json(result_document(progress))
     if not progress.succeeded:
         raise typer.Exit(EXIT_FAILED)
 
 
 async def follow(
     client: MissionClient,
-    progress: MissionProgress,
+    mission_id: str,
     region: str | None,
     timeout_s: float,
-    shown: Callable[[Event], Any],
+    shown: Callable[[Event, MissionProgress], Any],
     waiting: Callable[[dict[str, Any]], Any],
 ) -> MissionProgress:
-    """Fold the mission's journal events into `progress`, calling `shown` after each, until its terminal event;
-    meanwhile call `waiting` whenever the mission's region becomes unserved (or served again)."""
+    """The mission's progress at its terminal event, calling `shown` after each of its journal events; meanwhile
+    call `waiting` whenever the mission's region becomes unserved (or served again)."""
+    progress = PROGRESS.initial(mission_id)
     try:
         async with asyncio.timeout(timeout_s):
-            region = region or await client.locate(progress.mission_id)
-            noticing = asyncio.create_task(_notice_unserved(client, region, progress, waiting))
+            region = region or await client.locate(mission_id)
+            noticing = asyncio.create_task(_notice_unserved(client, region, waiting))
             try:
-                async for event in client.follow(progress.mission_id, region):
-                    progress.apply(event)
-                    shown(event)
+                async for event, progress in client.progress(mission_id, region):
+                    shown(event, progress)
             finally:
                 noticing.cancel()
     except TimeoutError:
         raise MissionTimeout(
-            f"mission {progress.mission_id} did not end within {timeout_s:.0f} s (phase "
-            f"{progress.phase}); run `swarmlog watch {progress.mission_id}` again or check "
-            "`swarmlog status`"
+            f"mission {mission_id} did not end within {timeout_s:.0f} s (phase {progress.phase}); run "
+            f"`swarmlog watch {mission_id}` again or check `swarmlog status`"
         ) from None
     return progress
 
 
-async def _notice_unserved(
-    client: MissionClient, region: str, progress: MissionProgress, waiting: Callable[[dict[str, Any]], Any]
-) -> None:
-    """Every CHECK_SERVED_S until the mission ends: say when no live coordinator serves its region, and when one does
-    again."""
+async def _notice_unserved(client: MissionClient, region: str, waiting: Callable[[dict[str, Any]], Any]) -> None:
+    """Every CHECK_SERVED_S until cancelled (the mission ended): say when no live coordinator serves its region, and
+    when one does again."""
     was_served = True
-    while progress.result is None:
+    while True:
         is_served = region in await client.served_regions()
         if is_served != was_served:
             message = f"waiting: no coordinator serves {region}" if not is_served else f"{region} is served again"

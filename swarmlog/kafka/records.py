@@ -11,6 +11,7 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
+from swarmlog import topics
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer
@@ -23,24 +24,23 @@ from swarmlog.topics import catalog
 
 log = logging.getLogger("swarmlog.deadletter")
 
-DEAD_LETTER_TOPIC = "swarm.deadletter"
 DEAD_LETTER_MARGIN = 16_384
 """Bytes of a dead letter's limit kept for what is not the kept bytes: its other fields, the record and batch headers."""
 KEPT_KEY_BYTES = 1024
 """A key longer than this is cut first when a dead letter would not fit."""
 KEPT_REASON_CHARS = 2000
 DEAD_LETTERED_BY = {
-    "swarm.missions": "coordinator",
-    "swarm.tasks.events": "coordinator",
-    "swarm.consensus.votes": "coordinator",
-    "swarm.alerts": "coordinator",
-    "swarm.agents.registry": "streams",
-    "swarm.agents.heartbeats": "streams",
-    "swarm.control": "streams",
-    "swarm.usage": "streams",
-    "swarm.waits": "streams",
-    "swarm.memory.experiences": "streams",
-    "swarm.agents.inbox": "agent",
+    topics.MISSIONS: "coordinator",
+    topics.TASK_EVENTS: "coordinator",
+    topics.VOTES: "coordinator",
+    topics.ALERTS: "coordinator",
+    topics.REGISTRY: "streams",
+    topics.HEARTBEATS: "streams",
+    topics.CONTROL: "streams",
+    topics.USAGE: "streams",
+    topics.WAITS: "streams",
+    topics.EXPERIENCES: "streams",
+    topics.INBOX: "agent",
 }
 """Who writes the dead letters of a topic's unusable records (the one component reading it for its effects that is
 sure to read every record of it): the streams worker reads the registry and control for deaths and budgets as one
@@ -136,7 +136,7 @@ async def send_dead_letter(
         max_message_bytes=max_message_bytes,
         event_id=dead_letter_id(record.topic, record.partition, record.offset),
     )
-    await producer.send(DEAD_LETTER_TOPIC, letter, key=record.topic)
+    await producer.send(topics.DEAD_LETTERS, letter, key=record.topic)
     log.warning(
         "%s dead-lettered %s[%d]@%d (%d bytes): %s",
         consumer,

@@ -17,9 +17,7 @@ from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import BudgetExceeded, BudgetRestored, DrainRequested, ResyncRequested, from_fields
 from swarmlog.settings import Settings
-
-INBOX = "swarm.agents.inbox"
-CONTROL = "swarm.control"
+from swarmlog.topics import CONTROL, INBOX
 
 
 def slot_of(settings: Settings, agent_id: str) -> int:

@@ -13,8 +13,8 @@ from swarmlog.actors.domain import (
     PRUNE_MS,
     STALE_MS,
     AgentState,
-    Decision,
-    Receive,
+    HandleInbox,
+    InboxDecision,
     Work,
     decide,
     evolve,
@@ -107,15 +107,15 @@ def test_thirty_thousand_attempts_keep_only_those_of_the_last_keep_ms():
 def test_a_redelivery_within_the_window_is_skipped_and_a_stale_new_task_is_not_started():
     state = fold(initial(ME), [started(1, 10_000), completed(1, 11_000)])
     for later in (11_000, 11_000 + STALE_MS):
-        assert decide(Receive(assigned(1, 9_000), now_ms=later), state) == Decision()
-    assert decide(Receive(assigned(2, 9_000), now_ms=9_000 + STALE_MS + 1), state) == Decision()
-    assert isinstance(decide(Receive(assigned(2, 9_000), now_ms=9_000 + STALE_MS), state).events[0], TaskStarted)
+        assert decide(HandleInbox(assigned(1, 9_000), now_ms=later), state) == InboxDecision()
+    assert decide(HandleInbox(assigned(2, 9_000), now_ms=9_000 + STALE_MS + 1), state) == InboxDecision()
+    assert isinstance(decide(HandleInbox(assigned(2, 9_000), now_ms=9_000 + STALE_MS), state).events[0], TaskStarted)
 
 
 def test_a_task_in_flight_is_never_dropped_and_resumes_however_old():
     state = fold(initial(ME), [started(1, 0), *(completed(n, n * 60_000) for n in range(2, 200))])
     assert state.started == {("m1", "t1", 0, 1)}
-    (effect,) = decide(Receive(assigned(1, 0), now_ms=state.seen_ms), state).effects
+    (effect,) = decide(HandleInbox(assigned(1, 0), now_ms=state.seen_ms), state).effects
     assert isinstance(effect, Work)
 
 
@@ -133,7 +133,7 @@ def test_an_attempt_closed_by_a_clock_running_behind_is_dropped_only_once_its_co
     assert ("m1", "t1", 0, 1) in evolve(state, completed(2, drop_ms - 1)).closed
     dropped = evolve(state, completed(2, drop_ms))
     assert ("m1", "t1", 0, 1) not in dropped.closed
-    assert decide(Receive(assigned(1, at), now_ms=drop_ms), dropped) == Decision()  # stale by 1 ms
+    assert decide(HandleInbox(assigned(1, at), now_ms=drop_ms), dropped) == InboxDecision()  # stale by 1 ms
 
 
 times = st.integers(min_value=0, max_value=4 * KEEP_MS)
@@ -162,5 +162,5 @@ def test_no_closed_attempt_is_ever_started_again_whatever_was_dropped(attempts, 
         state, folded[n] = evolve(state, histories[n][folded[n]]), folded[n] + 1
     now = state.seen_ms + delay_ms  # any time after the newest event
     for n, (at, *_) in enumerate(attempts):
-        assert decide(Receive(assigned(n, at), now_ms=now), state) == Decision(), f"attempt {n} started again"
+        assert decide(HandleInbox(assigned(n, at), now_ms=now), state) == InboxDecision(), f"attempt {n} started again"
     assert state.started == frozenset()

@@ -14,6 +14,7 @@ import pytest
 from agent_harness import Log, start_agent, stop_agent
 from metrics_scrape import broker_waiting_seconds
 
+from swarmlog import topics
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.records import AgentRegistered
 from swarmlog.services import KafkaCluster, run_kafka_cluster
@@ -41,7 +42,7 @@ async def test_the_agents_wait_for_the_broker_is_on_metrics_and_logged_once_at_e
     agent_id = f"agent-{uuid.uuid4().hex[:8]}"
     process = start_agent(settings, agent_id, 0, tmp_path, "--brain", "scripted", "--metrics-port", str(port))
     try:
-        async with Log(settings, "swarm.agents.registry") as log:
+        async with Log(settings, topics.REGISTRY) as log:
             await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
         before = await asyncio.to_thread(broker_waiting_seconds, port)
         node.kill()

@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import functools
 
-from hypothesis import given
+import pytest
+from avro_strategies import event_data, event_of
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swarmlog.actors.domain import AgentState, Decision, Receive, Rejected, Vote, Work, decide, evolve, initial
-from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, cast, experience, released, taken
+from swarmlog.actors.domain import (
+    PROJECTION,
+    AgentState,
+    HandleInbox,
+    InboxDecision,
+    InboxRejected,
+    Vote,
+    Work,
+    decide,
+    evolve,
+    initial,
+)
+from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, experience, released, step_taken, vote_events
+from swarmlog.kafka.records import TOPIC_EVENTS
+from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.records import TaskCompleted, TaskFailed, from_fields
 
 ME = "agent-1"
 
 
-def command(name: str, event_id: str = "cmd-1", **fields) -> Receive:
+def command(name: str, event_id: str = "cmd-1", **fields) -> HandleInbox:
     envelope = {
         "event_id": event_id,
         "occurred_at": 1_000,
@@ -23,10 +38,10 @@ def command(name: str, event_id: str = "cmd-1", **fields) -> Receive:
         "causation_id": None,
         "producer": "coordinator:region-0",
     }
-    return Receive(from_fields(name, envelope | fields), now_ms=2_000)
+    return HandleInbox(from_fields(name, envelope | fields), now_ms=2_000)
 
 
-def assigned(agent_id: str = ME, attempt: int = 1, max_steps: int = 3, event_id: str = "cmd-1") -> Receive:
+def assigned(agent_id: str = ME, attempt: int = 1, max_steps: int = 3, event_id: str = "cmd-1") -> HandleInbox:
     return command(
         "TaskAssigned",
         event_id,
@@ -58,7 +73,7 @@ def test_a_new_task_is_started_and_worked_on():
 
 
 def test_a_task_for_another_agent_sharing_the_slot_is_ignored():
-    assert decide(assigned("agent-2"), initial(ME)) == Decision()
+    assert decide(assigned("agent-2"), initial(ME)) == InboxDecision()
 
 
 def test_a_closed_task_is_never_redone_and_an_interrupted_one_resumes_without_a_second_start():
@@ -67,7 +82,7 @@ def test_a_closed_task_is_never_redone_and_an_interrupted_one_resumes_without_a_
     assert resumed.events == () and isinstance(resumed.effects[0], Work)
     run = Run(resumed.effects[0].order, ME, started_ms=2_000)
     events, _ = advance(run, '{"action": "answer", "content": "4", "confidence": 1}', Usage(10, 5, 2_500, "g1"))
-    assert decide(assigned(), fold(started, events)) == Decision()
+    assert decide(assigned(), fold(started, events)) == InboxDecision()
 
 
 def test_a_new_attempt_of_a_closed_task_is_a_new_task():
@@ -83,7 +98,7 @@ def test_cancelling_a_started_task_fails_it_as_cancelled_once():
     (failed,) = decide(cancel, state).events
     assert failed.failure == "CANCELLED"
     encode(failed)
-    assert decide(cancel, evolve(state, failed)) == Decision()
+    assert decide(cancel, evolve(state, failed)) == InboxDecision()
 
 
 def test_a_ballot_is_voted_on_once():
@@ -104,7 +119,7 @@ def test_a_ballot_is_voted_on_once():
     assert isinstance(effect, Vote) and ballot_schema(effect.ballot)["oneOf"][0]["properties"]["candidate_id"] == {
         "enum": ["c1", "c2"]
     }
-    used, vote = cast(
+    used, vote = vote_events(
         effect.ballot,
         ME,
         '{"action": "vote", "content": "right", "confidence": 0.8, "candidate_id": "c1"}',
@@ -112,7 +127,7 @@ def test_a_ballot_is_voted_on_once():
     )
     assert vote.candidate_id == "c1" and used.generation_id == "cmd-3/gen-1/g1"
     encode(used), encode(vote)
-    assert decide(request, evolve(initial(ME), vote)) == Decision()
+    assert decide(request, evolve(initial(ME), vote)) == InboxDecision()
 
 
 def test_a_ballot_past_its_deadline_is_not_voted_on():
@@ -126,7 +141,7 @@ def test_a_ballot_past_its_deadline_is_not_voted_on():
         candidates=[{"candidate_id": "c1", "agent_id": "a", "output": "4"}],
         deadline_at=2_000,
     )
-    assert decide(request, initial(ME)) == Decision()  # now_ms is 2_000
+    assert decide(request, initial(ME)) == InboxDecision()  # now_ms is 2_000
 
 
 def test_a_retried_step_is_a_new_generation_and_the_same_generation_keeps_its_ids():
@@ -143,8 +158,8 @@ def test_a_retried_step_is_a_new_generation_and_the_same_generation_keeps_its_id
 
 def test_an_event_that_is_no_inbox_command_is_rejected_whoever_it_names():
     stray = command("GroundTruthUpdated", document_id="d", version=1, content="x")
-    assert isinstance(decide(stray, initial(ME)), Rejected)
-    assert isinstance(decide(command("AgentDeregistered", agent_id="agent-2", reason="x"), initial(ME)), Rejected)
+    assert isinstance(decide(stray, initial(ME)), InboxRejected)
+    assert isinstance(decide(command("AgentDeregistered", agent_id="agent-2", reason="x"), initial(ME)), InboxRejected)
 
 
 def test_a_budget_throttles_until_restored():
@@ -154,7 +169,7 @@ def test_a_budget_throttles_until_restored():
 
 
 def test_something_that_is_not_an_inbox_command_is_rejected():
-    assert isinstance(decide(command("AgentDeregistered", agent_id=ME, reason="x"), initial(ME)), Rejected)
+    assert isinstance(decide(command("AgentDeregistered", agent_id=ME, reason="x"), initial(ME)), InboxRejected)
 
 
 def run_of(max_steps: int) -> Run:
@@ -195,7 +210,7 @@ def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embeddi
     events, _ = advance(
         run_of(3), '{"action": "remember", "content": "2+2 is 4", "confidence": 1}', Usage(10, 5, 2_100, "g1")
     )
-    step = taken(events)
+    step = step_taken(events)
     recorded = experience(step, [0.6, 0.8], node="n1", ttl_s=600)
     assert recorded.event_id == recorded.experience_id == f"{step.causation_id}/experience-1"
     assert (recorded.content, recorded.embedding, recorded.occurred_at) == (
@@ -205,7 +220,7 @@ def test_a_remember_step_records_an_experience_with_a_derived_id_and_its_embeddi
     )
     assert recorded.mission_id == "m1" and recorded.ttl_s == 600
     encode(recorded)
-    assert taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200, "g1"))[0]) is None
+    assert step_taken(advance(run_of(3), "garbage", Usage(1, 1, 2_200, "g1"))[0]) is None
 
 
 def test_recalled_memories_are_in_the_prompt():
@@ -221,3 +236,30 @@ def test_the_step_loop_always_closes_within_max_steps(outputs):
             closed = events[-1]
             break
     assert closed is not None and closed.steps <= 3 and isinstance(closed, TaskCompleted | TaskFailed)
+
+
+FOLDED = {name for topic in PROJECTION.topics for name in TOPIC_EVENTS[topic]}
+NOT_FOLDED = sorted({name for names in TOPIC_EVENTS.values() for name in names} - FOLDED)
+PER_KIND = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def mine(name: str, data: st.DataObject):
+    """An event of kind `name` with every agent field naming this agent."""
+    record = data.draw(event_data(default_catalog().latest(name)))
+    return event_of(name, record | {field: ME for field in record if field.endswith("agent_id")})
+
+
+@pytest.mark.parametrize("name", NOT_FOLDED)
+@PER_KIND
+@given(data=st.data())
+def test_no_event_of_a_topic_outside_the_projection_changes_the_state(name, data):
+    state = AgentState(ME, frozenset({("m", "t", 0, 1)}), {("m", "t", 0, 0): 1_000}, {"b": 1_000}, seen_ms=1_000)
+    assert evolve(state, mine(name, data)) == state
+
+
+@pytest.mark.parametrize("topic", PROJECTION.topics)
+@PER_KIND
+@given(data=st.data())
+def test_every_topic_of_the_projection_carries_events_that_change_the_state(topic, data):
+    changing = [evolve(initial(ME), mine(name, data)) != initial(ME) for name in sorted(TOPIC_EVENTS[topic])]
+    assert any(changing), topic

@@ -10,6 +10,7 @@ import signal
 import pytest
 from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
+from swarmlog import topics
 from swarmlog.actors.actions import parse_action
 from swarmlog.schemas.records import (
     AgentDeregistered,
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llama_cpp") is None,
     reason="llama_cpp is not importable: pip install 'swarmlog[llamacpp]'",
 )
-TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
+TOPICS = (topics.TASK_EVENTS, topics.REGISTRY, topics.HEARTBEATS, topics.USAGE, topics.DEAD_LETTERS)
 
 
 @pytest.fixture

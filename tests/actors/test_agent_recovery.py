@@ -10,9 +10,14 @@ import signal
 import pytest
 from agent_harness import Log, publish_control, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
-from swarmlog.actors.shell.store import AgentStore
+from swarmlog import topics
+from swarmlog.actors.domain import PROJECTION
+from swarmlog.actors.shell.store import AgentStore, Checkpoint
 from swarmlog.envelope import stamp
 from swarmlog.kafka.reading import reader
+from swarmlog.replay.components import component
+from swarmlog.replay.fold import replay
+from swarmlog.replay.source import read
 from swarmlog.schemas.codec import encode
 from swarmlog.schemas.records import (
     AgentDeregistered,
@@ -33,7 +38,7 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.settings import Settings
 
-TOPICS = ("swarm.tasks.events", "swarm.agents.registry", "swarm.agents.heartbeats", "swarm.usage", "swarm.deadletter")
+TOPICS = (topics.TASK_EVENTS, topics.REGISTRY, topics.HEARTBEATS, topics.USAGE, topics.DEAD_LETTERS)
 SCRIPTED = ("--brain", "scripted")
 
 
@@ -57,7 +62,7 @@ async def inbox_end(settings: Settings, slot: int) -> int:
     consumer = reader(settings, "test-ends", False)
     await consumer.start()
     try:
-        tp = TopicPartition("swarm.agents.inbox", slot)
+        tp = TopicPartition(topics.INBOX, slot)
         return (await consumer.end_offsets([tp]))[tp]
     finally:
         await consumer.stop()
@@ -190,6 +195,60 @@ async def test_a_budget_exceeded_while_the_agent_was_down_throttles_it_from_its_
     assert first_beat.status == "THROTTLED"
 
 
+def vote_requested(agent_id: str, slot: int) -> VoteRequested:
+    """A ballot for the agent, as the coordinator would write it, open for good."""
+    return stamp(
+        VoteRequested,
+        producer="coordinator:region-0",
+        mission_id=f"m-vote-{agent_id}",
+        ballot_id=f"b-{agent_id}",
+        voter_agent_id=agent_id,
+        slot=slot,
+        deadline_at=2**41,
+        candidates=[{"candidate_id": "c1", "agent_id": "x", "output": "4"}],
+    )
+
+
+@pytest.mark.parametrize("wiped", [False, True], ids=["older-checkpoint", "wiped"])
+async def test_a_restarted_agent_recovers_the_state_replay_folds(settings, agent_id, spawn, tmp_path, wiped):
+    """A vote and a budget exceeded recorded after the checkpoint the agent restarts from (an older one, as after a
+    kill -9 before its next checkpoint, or none) are folded back in: its state is the fold replay makes of its topics."""
+    slot = slot_of(settings, agent_id)
+    task, ballot = task_assigned(agent_id, slot, "Say ok.", max_steps=1), vote_requested(agent_id, slot)
+    data, older = tmp_path / agent_id, tmp_path / "older"
+    async with Log(settings, *TOPICS, topics.VOTES) as log:
+        process = spawn()
+        await registered(log, agent_id, 1)
+        await send_inbox(settings, slot, task)
+        await log.wait_for(lambda: closed(log, task.mission_id))
+        assert stop_agent(process) == 0
+        shutil.copytree(data, older)
+        process = spawn()
+        await registered(log, agent_id, 2)
+        await send_inbox(settings, slot, ballot, key=agent_id)
+        await log.wait_for(lambda: log.named(VoteCast, voter_agent_id=agent_id))
+        await publish_control(settings, exceeded(agent_id))
+        await log.wait_for(lambda: log.named(AgentHeartbeat, agent_id=agent_id, status="THROTTLED"))
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        shutil.rmtree(data)
+        if not wiped:
+            shutil.copytree(older, data)
+        process = spawn()
+        await registered(log, agent_id, 3)
+        assert stop_agent(process) == 0  # throttled: it took no command, its state is the one recovery folded
+    store = AgentStore(data)
+    try:
+        recovered = store.load(agent_id)
+    finally:
+        store.close()
+    assert isinstance(recovered, Checkpoint)
+    records = (await read(settings, PROJECTION.topics)).records
+    assert recovered.state == replay(component("agent"), agent_id, settings.region_names, records).state
+    assert recovered.state.throttled and ballot.ballot_id in recovered.state.ballots
+    assert len(recovered.state.closed) == 1 and not recovered.state.started
+
+
 async def test_a_step_retried_after_kill_9_counts_its_tokens_again(settings, agent_id, spawn, tmp_path):
     slot = slot_of(settings, agent_id)
     model = tmp_path / "slow.json"
@@ -291,11 +350,11 @@ async def test_a_model_error_while_voting_does_not_wedge_the_agent(settings, age
     import asyncio
     import dataclasses
 
-    from swarmlog.actors.shell.agent import Agent, AgentConfig
+    from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
 
     slot = slot_of(settings, agent_id)
     config = AgentConfig(agent_id, (), "scripted", None, None, "test-node", "region-0", slot, tmp_path)
-    agent = Agent(config, dataclasses.replace(settings, redis_url=None), VoteFails())
+    agent = AgentProcess(config, dataclasses.replace(settings, redis_url=None), VoteFails())
     ballot = stamp(
         VoteRequested,
         producer="coordinator:region-0",

@@ -7,6 +7,7 @@ import json
 import pytest
 from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
+from swarmlog import topics
 from swarmlog.actors.domain import declared_dead
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
@@ -22,8 +23,7 @@ from swarmlog.settings import Settings
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, INITIAL, Registry, decide_liveness, evolve_all
 from swarmlog.streams.registry import agent_of as registry_agent_of
 
-REGISTRY = "swarm.agents.registry"
-TOPICS = ("swarm.tasks.events", REGISTRY, "swarm.agents.heartbeats")
+TOPICS = (topics.TASK_EVENTS, topics.REGISTRY, topics.HEARTBEATS)
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ async def declare_dead(settings: Settings, log: Log, agent_id: str) -> Event:
     silent_ms = registry.agents[agent_id].last_heartbeat_ms + DEFAULT_TIMEOUT_MS + 1
     (death,) = decide_liveness(registry, silent_ms)
     async with EventProducer(settings, client_id="test-streams") as producer:
-        await producer.send(REGISTRY, death, key=agent_id)
+        await producer.send(topics.REGISTRY, death, key=agent_id)
     return death
 
 

@@ -7,7 +7,7 @@ import json
 
 from test_agent_domain import ME, command
 
-from swarmlog.actors.domain import Decision, Order, Question, Reply, decide, initial
+from swarmlog.actors.domain import InboxDecision, Order, Question, Reply, decide, initial
 from swarmlog.actors.peers import MAX_TARGETS, evolve_peers, resolve, targets
 from swarmlog.actors.steps import MAX_ASKS, Run, Usage, advance, question, reply, wait_ended
 from swarmlog.schemas.codec import encode
@@ -97,7 +97,7 @@ def test_a_question_to_this_agent_is_answered_once_by_the_model_and_others_are_i
     }
     decision = decide(command("PeerQuestion", "q-1", to_agent_id=ME, **fields), initial(ME))
     assert decision.effects == (Reply(Question("q-1", "w1", "agent-2", 5, "Which day?", "m1", "t1")),)
-    assert decide(command("PeerQuestion", "q-2", to_agent_id="agent-3", **fields), initial(ME)) == Decision()
+    assert decide(command("PeerQuestion", "q-2", to_agent_id="agent-3", **fields), initial(ME)) == InboxDecision()
     used, answered = reply(
         decision.effects[0].question,
         ME,

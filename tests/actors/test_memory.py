@@ -14,15 +14,14 @@ import pytest
 import redis
 from agent_harness import Log, send_inbox, task_assigned
 
-from swarmlog import memorybus
+from swarmlog import memorybus, topics
 from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.memory.embeddings import MiniLM
 from swarmlog.actors.memory.index import VectorIndex
 from swarmlog.actors.memory.semantic import SemanticMemory
-from swarmlog.actors.shell.agent import Agent, AgentConfig
+from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
 from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.replay.memory import EXPERIENCES as EXPERIENCES_TOPIC
 from swarmlog.replay.memory import rebuild_memory
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import AgentRegistered, ExperienceRecorded, TaskCompleted, from_fields
@@ -213,7 +212,7 @@ async def test_a_wiped_bus_is_rebuilt_from_the_log_and_recalled_again(model, set
     alive, expired = recorded(model, content), recorded(model, "long gone", ttl_s=1, at_ms=now_ms() - 60_000)
     async with EventProducer(settings, client_id="test-memory") as producer:
         for experience in (alive, expired):
-            await producer.send(EXPERIENCES_TOPIC, experience, key=experience.agent_id)
+            await producer.send(topics.EXPERIENCES, experience, key=experience.agent_id)
     store = redis.Redis.from_url(settings.redis_url)
     store.delete(*(f"experience:{e.experience_id}" for e in (alive, expired)))
 
@@ -262,10 +261,10 @@ async def test_an_agent_remembers_on_the_log_and_redis_and_recalls_into_its_next
         slot=slot,
         data_dir=tmp_path,
     )
-    agent = Agent(config, settings, brain)
+    agent = AgentProcess(config, settings, brain)
     running = asyncio.create_task(agent.run())
     try:
-        async with Log(settings, "swarm.memory.experiences", "swarm.tasks.events", "swarm.agents.registry") as log:
+        async with Log(settings, topics.EXPERIENCES, topics.TASK_EVENTS, topics.REGISTRY) as log:
             await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id))
             await send_inbox(settings, slot, task_assigned(agent_id, slot, "where is the build cache?", task_id="t1"))
             await log.wait_for(lambda: log.named(TaskCompleted, agent_id=agent_id, task_id="t1"))

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from agent_harness import Log, addressee, send_inbox, start_agent, stop_agent, task_assigned
 
+from swarmlog import topics
 from swarmlog.actors.groundtruth import GroundTruth, evolve_ground_truth
 from swarmlog.actors.prompts import task_prompt
 from swarmlog.envelope import stamp
@@ -16,7 +17,7 @@ from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import AgentRegistered, GroundTruthUpdated, ResyncRequested, TaskStarted
 from swarmlog.settings import Settings
 
-TOPICS = ("swarm.tasks.events", "swarm.agents.registry")
+TOPICS = (topics.TASK_EVENTS, topics.REGISTRY)
 
 
 def updated(document_id: str, version: int, content: str = "the release is on Tuesday") -> Event:
@@ -37,9 +38,9 @@ async def publish(settings: Settings, *events: Event) -> None:
     async with EventProducer(settings, client_id="test-operator") as producer:
         for event in events:
             if isinstance(event, GroundTruthUpdated):
-                await producer.send("swarm.groundtruth", event, key=event.document_id)
+                await producer.send(topics.GROUND_TRUTH, event, key=event.document_id)
             else:
-                await producer.send("swarm.control", event, key=addressee(event))
+                await producer.send(topics.CONTROL, event, key=addressee(event))
 
 
 async def versions_started(settings: Settings, log: Log, agent_id: str, slot: int, count: int) -> list[int | None]:

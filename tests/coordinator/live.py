@@ -13,7 +13,6 @@ from typing import Any
 import msgspec
 from aiokafka import TopicPartition
 
-from swarmlog.coordinator.shell.recovery import JOURNAL
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
@@ -33,10 +32,10 @@ from swarmlog.schemas.records import (
     VoteRequested,
 )
 from swarmlog.settings import Settings
+from swarmlog.topics import INBOX, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES
 
 from .harness import E, attempt_of, named
 
-INBOX = "swarm.agents.inbox"
 Attempt = tuple[str, str, int, int]
 
 
@@ -64,7 +63,7 @@ class ScriptedAgent:
             consumer.seek(inbox, (await consumer.end_offsets([inbox]))[inbox])  # earlier tests' records stay unread
             async with EventProducer(self.settings, client_id=self.agent_id) as producer:
                 await producer.send(
-                    "swarm.agents.registry",
+                    REGISTRY,
                     self._event(
                         AgentRegistered,
                         agent_id=self.agent_id,
@@ -105,11 +104,11 @@ class ScriptedAgent:
             return
         self.runs[attempt] += 1
         about = attempt_of(assigned)
-        await producer.send("swarm.tasks.events", self._event(TaskStarted, **about), key=assigned.mission_id)
+        await producer.send(TASK_EVENTS, self._event(TaskStarted, **about), key=assigned.mission_id)
         await asyncio.sleep(self.latency_s)
         output = f"{assigned.task_id} by {self.agent_id}" if assigned.replica else f"{assigned.task_id} done"
         await producer.send(
-            "swarm.tasks.events",
+            TASK_EVENTS,
             self._event(
                 TaskCompleted,
                 **about,
@@ -125,7 +124,7 @@ class ScriptedAgent:
     async def _vote(self, producer: EventProducer, request: VoteRequested) -> None:
         """Vote for the first candidate."""
         await producer.send(
-            "swarm.consensus.votes",
+            VOTES,
             self._event(
                 VoteCast,
                 mission_id=request.mission_id,
@@ -183,7 +182,7 @@ async def submit(settings: Settings, mission_id: str, region: str, tasks: list[d
     """A client submits a mission to a region."""
     async with EventProducer(settings, client_id="test-client") as producer:
         await producer.send(
-            "swarm.missions",
+            MISSIONS,
             stamp(
                 MissionSubmitted,
                 producer="test",

@@ -20,6 +20,7 @@ from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.schemas.records import AgentRegistered, DeadlockBroken, DeadlockDetected, MissionCompleted, WaitEnded
 from swarmlog.settings import Settings
+from swarmlog.topics import ALERTS, REGISTRY, WAITS
 
 from .harness import task
 from .live import eventually, named, submit
@@ -57,7 +58,7 @@ async def test_three_agents_asking_each_other_in_a_ring_deadlock_and_the_coordin
     mission_id = f"m-{uuid.uuid4().hex[:8]}"
     worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "streams")
     processes = []
-    async with Log(settings, "swarm.alerts", "swarm.waits", "swarm.agents.registry") as log:
+    async with Log(settings, ALERTS, WAITS, REGISTRY) as log:
         await asyncio.to_thread(worker.start)
         try:
             for index, agent_id in enumerate(ring):

@@ -31,6 +31,7 @@ from swarmlog.schemas.records import (
     TaskStarted,
 )
 from swarmlog.settings import Settings
+from swarmlog.topics import JOURNAL, REGISTRY, TASK_EVENTS
 
 from .harness import task
 from .live import eventually, named, submit
@@ -63,7 +64,7 @@ async def test_a_killed_agent_s_task_moves_to_another_agent_and_the_mission_comp
     )
     agent_ids = [f"{capability}-{index}" for index in range(AGENTS)]
     processes: dict[str, subprocess.Popen] = {}
-    async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
+    async with Log(settings, REGISTRY, JOURNAL, TASK_EVENTS) as log:
         with (tmp_path / "coordinator.log").open("ab") as coordinator_log:
             processes["coordinator"] = subprocess.Popen(
                 [

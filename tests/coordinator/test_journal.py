@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarmlog.coordinator.journal import Folded, Unreadable, skip_of
+from swarmlog.coordinator.journal import FoldedJournal, Unreadable, skip_of
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import JournalRecordsSkipped
@@ -37,9 +37,9 @@ def repair(*offsets: int, reason: str = "garbage from a test", operator: str = "
     )
 
 
-def fold(entries: list[Event | str]) -> Folded:
+def fold(entries: list[Event | str]) -> FoldedJournal:
     """The journal fold over entries at offsets 0, 1, …: an Event decoded there, a string is why it did not."""
-    folded = Folded(Swarm().start)
+    folded = FoldedJournal(Swarm().start)
     for offset, entry in enumerate(entries):
         folded = folded.pass_over(offset, entry) if isinstance(entry, str) else folded.fold(entry, offset)
     return folded

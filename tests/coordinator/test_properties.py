@@ -27,7 +27,7 @@ from swarmlog.schemas.records import (
     VoteRequested,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import spec_for
+from swarmlog.topics import JOURNAL, spec_for
 
 from .conformance import assert_conforms
 from .harness import Swarm, attempt_of, named, task
@@ -35,7 +35,7 @@ from .harness import Swarm, attempt_of, named, task
 CAPABILITIES = ["code", "review", "test", "decision_making"]
 AGENTS = [f"a{i}" for i in range(6)]
 OUTPUTS = ["x", "y"]
-JOURNAL = frozenset(spec_for(Settings(), "swarm.coordinator.journal").events)
+JOURNAL_EVENTS = frozenset(spec_for(Settings(), JOURNAL).events)
 
 
 def register(swarm: Swarm, data: st.DataObject) -> Receive:
@@ -229,7 +229,7 @@ def test_random_swarms_keep_the_invariants(data):
         state = swarm.state
         for event in decision.events:
             assert_conforms(event)
-            assert event.name in JOURNAL, f"{event.name} is not a journal event"
+            assert event.name in JOURNAL_EVENTS, f"{event.name} is not a journal event"
             if isinstance(event, TaskAssigned):
                 agent = state.agents[event.agent_id]
                 assert agent.alive and not agent.busy and not agent.throttled and agent.region == "eu"

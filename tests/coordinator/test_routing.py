@@ -1,11 +1,11 @@
 """Routing: Jaccard scores, eligibility and the deterministic tie-break."""
 
 from swarmlog.coordinator.routing import choose, score
-from swarmlog.coordinator.state import Agent, TaskSpec
+from swarmlog.coordinator.state import EnlistedAgent, TaskSpec
 
 
-def agent(agent_id: str, *capabilities: str, **fields: object) -> Agent:
-    return Agent(agent_id, "eu", 0, frozenset(capabilities), **fields)
+def agent(agent_id: str, *capabilities: str, **fields: object) -> EnlistedAgent:
+    return EnlistedAgent(agent_id, "eu", 0, frozenset(capabilities), **fields)
 
 
 def spec(*required: str, kind: str = "WORK") -> TaskSpec:

@@ -16,7 +16,7 @@ import pytest
 
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
-from swarmlog.coordinator.shell.folded import Folded
+from swarmlog.coordinator.shell.folded import FoldedJournal
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.records import (
@@ -29,6 +29,7 @@ from swarmlog.schemas.records import (
     VoteRecorded,
 )
 from swarmlog.settings import Settings
+from swarmlog.topics import REGISTRY
 
 from .harness import task
 from .live import ScriptedAgent, attempts, crew, eventually, journal, named, submit
@@ -127,7 +128,7 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
     agent_id = f"passing-{uuid.uuid4().hex[:8]}"
     async with EventProducer(settings, client_id="test") as producer:
         await producer.send(
-            "swarm.agents.registry",
+            REGISTRY,
             stamp(
                 AgentRegistered,
                 producer="test",
@@ -143,7 +144,7 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
             key=agent_id,
         )
         await producer.send(
-            "swarm.agents.registry",
+            REGISTRY,
             stamp(AgentDeregistered, producer="test", agent_id=agent_id, reason="a test passing by"),
             key=agent_id,
         )
@@ -155,19 +156,19 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
     await eventually(left, timeout_s=30)
 
 
-def _another_cluster(folded: Folded) -> Folded:
+def _another_cluster(folded: FoldedJournal) -> FoldedJournal:
     return dataclasses.replace(folded, origin=dataclasses.replace(folded.origin, cluster_id="another-cluster"))
 
 
-def _recreated_topic(folded: Folded) -> Folded:
+def _recreated_topic(folded: FoldedJournal) -> FoldedJournal:
     return dataclasses.replace(folded, origin=dataclasses.replace(folded.origin, log_start=folded.origin.log_start + 7))
 
 
-def _past_the_end(folded: Folded) -> Folded:
+def _past_the_end(folded: FoldedJournal) -> FoldedJournal:
     return dataclasses.replace(folded, offset=folded.offset + 1000, tip=(folded.offset + 1000, "from a longer log"))
 
 
-def _another_event_at_the_tip(folded: Folded) -> Folded:
+def _another_event_at_the_tip(folded: FoldedJournal) -> FoldedJournal:
     return dataclasses.replace(folded, tip=(folded.tip[0], "not-what-the-journal-holds"))
 
 

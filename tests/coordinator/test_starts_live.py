@@ -20,6 +20,7 @@ from swarmlog.schemas.records import (
     TaskStartRecorded,
 )
 from swarmlog.settings import Settings
+from swarmlog.topics import REGISTRY
 
 from .harness import task
 from .live import attempts, crew, eventually, journal, named, submit
@@ -33,7 +34,7 @@ async def test_a_task_its_agent_never_starts_is_cancelled_and_completed_by_anoth
     async with CoordinatorService(settings, "region-0", data_dir=tmp_path, start_timeout_ms=START_TIMEOUT_MS):
         async with EventProducer(settings, client_id=deaf) as producer:  # it registers, then never reads its inbox
             await producer.send(
-                "swarm.agents.registry",
+                REGISTRY,
                 stamp(
                     AgentRegistered,
                     producer=f"agent:{deaf}",

@@ -21,7 +21,7 @@ from coordinator.harness import Swarm, named, task
 from swarmlog.coordinator import Receive
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.replay import history
-from swarmlog.replay.components import COMPONENTS, JOURNAL
+from swarmlog.replay.components import COMPONENTS
 from swarmlog.replay.fold import Record, replay
 from swarmlog.replay.verify import default_targets
 from swarmlog.schemas.codec import decode, encode
@@ -38,7 +38,7 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.settings import Settings
 from swarmlog.streams import budgets, waitgraph
-from swarmlog.topics import catalog
+from swarmlog.topics import JOURNAL, REGISTRY, catalog
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 REGIONS = ("region-0",)
@@ -80,7 +80,7 @@ class RecordedSwarm(Swarm):
         return next(
             e.event_id
             for r in self.records
-            if r.topic == "swarm.agents.registry"
+            if r.topic == REGISTRY
             for e in [decode(r.value or b"")]
             if isinstance(e, AgentRegistered) and e.agent_id == agent_id
         )

@@ -8,18 +8,22 @@ from pathlib import Path
 
 import pytest
 import typer
-from replay_scenarios import HISTORIES, REGIONS
+from coordinator.harness import task
+from replay_scenarios import HISTORIES, REGIONS, RecordedSwarm
 
 from swarmlog.commands.replay import parse_at
+from swarmlog.coordinator.progress import PROGRESS, REJECTED
 from swarmlog.envelope import stamp
 from swarmlog.replay import history
 from swarmlog.replay.components import COMPONENTS, component
 from swarmlog.replay.diff import Difference, differences
 from swarmlog.replay.fold import Record, ordered, replay
 from swarmlog.replay.source import Span
+from swarmlog.replay.timeline import timeline
 from swarmlog.replay.verify import verify
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.records import JournalRecordsSkipped
+from swarmlog.topics import ALERTS, JOURNAL, WAITS
 
 GOLDEN = history.load(HISTORIES / "three_phase.hist").records
 
@@ -30,20 +34,20 @@ def test_each_partition_stays_in_offset_order_and_partitions_merge_by_timestamp(
 
 
 def test_a_garbage_record_is_a_problem_at_its_coordinates_and_the_replay_goes_on():
-    garbage = Record("swarm.coordinator.journal", 0, 10_000, GOLDEN[0].timestamp, None, b"\xc3\x01not avro")
+    garbage = Record(JOURNAL, 0, 10_000, GOLDEN[0].timestamp, None, b"\xc3\x01not avro")
     clean = replay(component("coordinator"), None, REGIONS, GOLDEN)
     dirty = replay(component("coordinator"), None, REGIONS, (garbage, *GOLDEN))
     [problem] = dirty.problems
-    assert (problem.topic, problem.partition, problem.offset) == ("swarm.coordinator.journal", 0, 10_000)
+    assert (problem.topic, problem.partition, problem.offset) == (JOURNAL, 0, 10_000)
     assert (dirty.state, dirty.events) == (clean.state, clean.events)
     assert not verify((garbage, *GOLDEN), REGIONS, [(component("coordinator"), None)]).ok
 
 
 def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_verify_passes():
-    journal = [record for record in GOLDEN if record.topic == "swarm.coordinator.journal"]
+    journal = [record for record in GOLDEN if record.topic == JOURNAL]
     last = max(record.offset for record in journal)
-    garbage = Record("swarm.coordinator.journal", 0, last + 1, journal[-1].timestamp, None, b"\xc3\x01not avro")
-    unrelated = Record("swarm.coordinator.journal", 0, last + 2, journal[-1].timestamp, None, b"\xc3\x01also bad")
+    garbage = Record(JOURNAL, 0, last + 1, journal[-1].timestamp, None, b"\xc3\x01not avro")
+    unrelated = Record(JOURNAL, 0, last + 2, journal[-1].timestamp, None, b"\xc3\x01also bad")
     repair = stamp(
         JournalRecordsSkipped,
         producer="operator:ops",
@@ -55,9 +59,7 @@ def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_veri
         operator="ops",
         occurred_at_ms=journal[-1].timestamp,
     )
-    repaired = Record(
-        "swarm.coordinator.journal", 0, last + 3, journal[-1].timestamp, None, default_codec().encode(repair)
-    )
+    repaired = Record(JOURNAL, 0, last + 3, journal[-1].timestamp, None, default_codec().encode(repair))
     records = (*GOLDEN, garbage, unrelated, repaired)
     dirty = replay(component("coordinator"), None, REGIONS, records)
     skipped, left = dirty.problems
@@ -70,10 +72,14 @@ def test_a_garbage_journal_record_a_repair_names_is_reported_as_skipped_and_veri
 
 def test_verify_catches_a_fold_that_is_not_deterministic():
     calls = iter(range(10**6))
+    registry = COMPONENTS["registry"]
     flaky = dataclasses.replace(
-        COMPONENTS["registry"],
-        evolve_all=None,
-        evolve=lambda state, event: dataclasses.replace(state, agents={**state.agents, "n": next(calls)}),
+        registry,
+        projection=dataclasses.replace(
+            registry.projection,
+            evolve_all=None,
+            evolve=lambda state, event: dataclasses.replace(state, agents={**state.agents, "n": next(calls)}),
+        ),
     )
     [check] = verify(GOLDEN, REGIONS, [(flaky, None)]).checks
     assert not check.deterministic
@@ -107,7 +113,7 @@ def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path
     loaded = history.load(path)
     assert loaded.records == GOLDEN and loaded.regions == REGIONS
     assert "MissionAccepted v1" in loaded.header["schemas"].values()
-    journal = ("swarm.coordinator.journal",)
+    journal = (JOURNAL,)
     assert history.load(path, journal).records == tuple(r for r in GOLDEN if r.topic in journal)
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:-3]))
     with pytest.raises(ValueError, match="truncated"):
@@ -157,14 +163,23 @@ def test_an_event_of_a_kind_its_topic_does_not_carry_is_a_problem_and_is_not_fol
     only) before the waits it names, then replay reports it at its coordinates, folds as without it, and verify fails,
     as the streams worker dead-letters it instead of folding it."""
     records = history.load(HISTORIES / "deadlock.hist").records
-    [alert] = [record for record in records if record.topic == "swarm.alerts"]
-    waits = [record for record in records if record.topic == "swarm.waits"]
-    misplaced = Record("swarm.waits", 0, 10_000, waits[0].timestamp - 1, None, alert.value)
+    [alert] = [record for record in records if record.topic == ALERTS]
+    waits = [record for record in records if record.topic == WAITS]
+    misplaced = Record(WAITS, 0, 10_000, waits[0].timestamp - 1, None, alert.value)
     clean = replay(component("waitgraph"), None, REGIONS, records)
     dirty = replay(component("waitgraph"), None, REGIONS, (misplaced, *records))
     [problem] = dirty.problems
-    assert (problem.topic, problem.partition, problem.offset) == ("swarm.waits", 0, 10_000)
+    assert (problem.topic, problem.partition, problem.offset) == (WAITS, 0, 10_000)
     assert "DeadlockDetected" in problem.reason and "does not belong on swarm.waits" in problem.reason
     assert (dirty.state, dirty.events) == (clean.state, clean.events)
     assert verify(records, REGIONS, [(component("waitgraph"), None)]).ok
     assert not verify((misplaced, *records), REGIONS, [(component("waitgraph"), None)]).ok
+
+
+def test_the_timeline_s_phase_is_the_mission_s_progress_phase_rejected_included():
+    swarm = RecordedSwarm()
+    swarm.submit("m-bad", [task("a")], planning={"prompt": "plan", "required_capabilities": []})  # both: rejected
+    steps, problems = timeline(swarm.records, "m-bad")
+    assert problems == []
+    assert [step.phase for step in steps] == ["SUBMITTED", REJECTED]
+    assert PROGRESS.rebuild("m-bad", swarm.journal).phase == REJECTED

@@ -39,7 +39,12 @@ def test_a_changed_fold_breaks_a_golden_history(monkeypatch: pytest.MonkeyPatch)
     coordinator = COMPONENTS["coordinator"]
     forgetful = dataclasses.replace(
         coordinator,
-        evolve=lambda state, event: state if isinstance(event, TaskReassigned) else coordinator.evolve(state, event),
+        projection=dataclasses.replace(
+            coordinator.projection,
+            evolve=lambda state, event: (
+                state if isinstance(event, TaskReassigned) else coordinator.evolve(state, event)
+            ),
+        ),
     )
     monkeypatch.setitem(COMPONENTS, "coordinator", forgetful)
     document = stored("agent_death")

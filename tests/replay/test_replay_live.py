@@ -20,6 +20,7 @@ from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.schemas.records import MissionCompleted
 from swarmlog.settings import Settings
+from swarmlog.topics import TASK_EVENTS
 
 pytestmark = pytest.mark.kafka_only
 REGION = "region-0"
@@ -96,7 +97,7 @@ async def test_verify_reports_a_garbage_record_with_its_coordinates_and_replays_
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
     await producer.start()
     try:
-        sent = await producer.send_and_wait("swarm.tasks.events", b"\xc3\x01garbage", partition=0)
+        sent = await producer.send_and_wait(TASK_EVENTS, b"\xc3\x01garbage", partition=0)
     finally:
         await producer.stop()
     verified = await replay(settings, "verify", "agent", "--key", agent_id)

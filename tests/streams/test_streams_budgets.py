@@ -28,6 +28,10 @@ def used(agent: str, generation: str, at_ms: int, prompt: int = 300, completion:
     )
 
 
+def window_set(window_ms: int, at_ms: int) -> object:
+    return event("BudgetWindowSet", at_ms, f"window-{window_ms}-{at_ms}", window_ms=window_ms, tokens=1000)
+
+
 def run(state: budgets.Budgets, inputs: list) -> tuple[budgets.Budgets, list]:
     """What the worker does: fold each input (an event, or a tick in ms), decide, fold the decisions back."""
     alerts = []
@@ -101,8 +105,10 @@ def runs(draw):
     state, log, decided, now = budgets.INITIAL, [], [], 0
     for step in range(draw(st.integers(0, 40))):
         now += draw(st.integers(0, 30_000) | st.just(RETENTION_MS))
-        kind = draw(st.sampled_from(["use", "use", "use", "tick", "redeliver"]))
-        if kind == "use":
+        kind = draw(st.sampled_from(["use", "use", "use", "tick", "redeliver", "window"]))
+        if kind == "window":
+            new = [window_set(draw(st.sampled_from([10_000, 30_000, budgets.DEFAULT_WINDOW_MS])), now)]
+        elif kind == "use":
             tokens = draw(st.integers(-100, 800))
             new = [used(draw(st.sampled_from(["a", "b", "big"])), f"g{step}", now, tokens, draw(st.integers(-10, 400)))]
         elif kind == "redeliver" and (recent := [e for e in log if e.occurred_at > now - RETENTION_MS // 2]):
@@ -142,6 +148,14 @@ def test_every_throttle_is_restored_after_a_tick_past_its_window(run_):
     assert all(a.window_end in restorations for a in ends)
 
 
-def test_the_window_length_is_configurable():
-    state = fold(evolve, budgets.Budgets(window_ms=10_000), [used("a", "g1", 9_999), used("a", "g2", 10_000)])
-    assert (state.agents["a"].window_start, state.agents["a"].used) == (10_000, 500)
+def test_the_window_length_is_the_latest_window_set_in_the_log():
+    state = budgets.PROJECTION.rebuild(None, [window_set(10_000, 0), used("a", "g1", 9_999), used("a", "g2", 10_000)])
+    assert (state.window_ms, state.agents["a"].window_start, state.agents["a"].used) == (10_000, 10_000, 500)
+    assert budgets.PROJECTION.rebuild(None, []).window_ms == budgets.DEFAULT_WINDOW_MS
+
+
+def test_usage_is_bucketed_by_the_window_set_before_it_and_a_window_under_1_ms_is_ignored():
+    log = [used("a", "g1", 59_000), window_set(10_000, 59_500), used("a", "g2", 59_999), window_set(0, 60_000)]
+    state = budgets.PROJECTION.rebuild(None, log)
+    assert (state.window_ms, state.agents["a"].window_start, state.agents["a"].used) == (10_000, 50_000, 500)
+    assert state == budgets.PROJECTION.fold(budgets.INITIAL, log) == fold(evolve, budgets.INITIAL, log)

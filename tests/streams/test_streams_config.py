@@ -6,7 +6,7 @@ import pytest
 
 from swarmlog.errors import ConfigError
 from swarmlog.settings import Settings
-from swarmlog.streams.app.config import StreamsConfig, knob
+from swarmlog.streams.app.config import StreamsConfig, worker_setting
 
 SETTINGS = Settings(broker="kafka", bootstrap="127.0.0.1:9092")
 
@@ -27,8 +27,8 @@ def test_a_malformed_override_is_a_config_error_naming_the_variable(overrides):
 
 
 def test_a_knob_reads_like_the_worker_does_so_replay_folds_with_the_same_window():
-    assert knob("budget_window_ms", {"SWARMLOG_STREAMS_BUDGET_WINDOW_MS": "4000"}) == 4000
-    assert knob("budget_window_ms", {}) == StreamsConfig(SETTINGS).budget_window_ms
+    assert worker_setting("budget_window_ms", {"SWARMLOG_STREAMS_BUDGET_WINDOW_MS": "4000"}) == 4000
+    assert worker_setting("budget_window_ms", {}) == StreamsConfig(SETTINGS).budget_window_ms
 
 
 def test_the_static_membership_id_is_the_same_across_restarts_and_differs_between_data_dirs(tmp_path):

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 from streams_builders import event
 
+from swarmlog import topics
 from swarmlog.kafka.records import (
     DEAD_LETTER_MARGIN,
-    DEAD_LETTER_TOPIC,
     KEPT_KEY_BYTES,
     KEPT_REASON_CHARS,
     NotAnInput,
@@ -21,13 +21,13 @@ from swarmlog.kafka.records import (
 )
 from swarmlog.schemas.codec import decode, default_codec, encode
 from swarmlog.schemas.records import DeadLetterRecorded
-from swarmlog.streams.app.records import CONSUMER, Io
+from swarmlog.streams.app.records import CONSUMER, WorkerTopics
 
 LIMIT = 1_000_000
 HEARTBEATS = "swarm.agents.heartbeats"
 
 
-class Sent(Io):
+class Sent(WorkerTopics):
     """The worker's I/O edge with what it sends kept, not produced."""
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ def test_the_dead_letter_of_2_mb_fits_the_dead_letter_topic_and_keeps_its_coordi
     io = Sent()
     assert taken(io, record(b"\x00" * 2_000_000)) == [None]
     [(topic, key, letter)] = io.sent
-    assert (topic, key, letter.event_id) == (DEAD_LETTER_TOPIC, HEARTBEATS, dead_letter_id(HEARTBEATS, 3, 7))
+    assert (topic, key, letter.event_id) == (topics.DEAD_LETTERS, HEARTBEATS, dead_letter_id(HEARTBEATS, 3, 7))
     assert len(encode(letter)) <= LIMIT
     decoded = decode(encode(letter))
     assert isinstance(decoded, DeadLetterRecorded)

@@ -72,6 +72,17 @@ def test_heartbeats_then_silence_declare_one_death_after_the_timeout_and_never_a
     assert decide_liveness(state, 9000)[0].event_id == deaths[0].event_id
 
 
+def test_an_agent_is_silent_exactly_when_a_death_would_be_decided_for_it():
+    state = registry.PROJECTION.rebuild(None, [registered("a", 0, "r1"), heartbeat("a", 1000, 1)])
+    view = state.agents["a"]
+    assert [registry.silent(view, now) for now in (6000, 6001)] == [False, True]
+    assert not registry.silent(view, 6001, watched_since_ms=2000)  # the log could not be read before 2000
+    for now, since in ((6000, 0), (6001, 0), (6001, 2000), (7001, 2000)):
+        assert bool(decide_liveness(state, now, watched_since_ms=since)) == registry.silent(view, now, 5000, since)
+    dead = fold(evolve, state, decide_liveness(state, 6001)).agents["a"]
+    assert not registry.silent(dead, 60_000)
+
+
 def test_reregistration_revives_with_a_new_epoch_and_a_new_death_is_a_new_event():
     state, first = live([registered("a", 0, "r1")], 6000)
     revived = evolve(state, registered("a", 7000, "r2"))

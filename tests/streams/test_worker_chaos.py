@@ -97,9 +97,8 @@ def stamped(item) -> Event:  # type: ignore[no-untyped-def]
 
 
 async def test_kill_9_while_events_flow_keeps_tables_equal_to_the_fold_and_every_alert_once(
-    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, tmp_path: Path
 ):
-    monkeypatch.setenv("SWARMLOG_STREAMS_BUDGET_WINDOW_MS", str(WINDOW_MS))  # replay folds with the worker's window
     run, kills = uuid.uuid4().hex[:6], KILLS.get(settings.broker, 5)
     chaos = random.Random()
     worker = Worker(
