@@ -76,7 +76,7 @@ class MissionProgress:
 def evolve(progress: MissionProgress, event: Event) -> MissionProgress:
     """The progress after one journal event; another mission's events, and kinds that tell no progress, change
     nothing."""
-    if getattr(event, "mission_id", None) != progress.mission_id:
+    if event.mission_id != progress.mission_id:
         return progress
     replace = dataclasses.replace
     match event:

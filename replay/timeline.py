@@ -47,7 +47,7 @@ class Step:
 
 def belongs(event: Event, mission_id: str) -> bool:
     """Whether an event is about the mission (its correlation id, or its mission_id field)."""
-    return mission_id in (event.correlation_id, getattr(event, "mission_id", None))
+    return mission_id in (event.correlation_id, event.mission_id)
 
 
 def of_mission(records: Iterable[Record], mission_id: str) -> tuple[list[Record], list[Problem]]:
@@ -58,7 +58,7 @@ def of_mission(records: Iterable[Record], mission_id: str) -> tuple[list[Record]
             problems.append(event)
             continue
         repairs.note(record, event)
-        if belongs(event, mission_id) or (record.topic == JOURNAL and not hasattr(event, "mission_id")):
+        if belongs(event, mission_id) or (record.topic == JOURNAL and "mission_id" not in event.__struct_fields__):
             kept.append(record)
     return kept, list(repairs.resolve(problems))
 
@@ -115,9 +115,9 @@ def _steps(found: list[tuple[Record, Event]], mission_id: str) -> list[Step]:
                 event.causation_id,
                 progress.phase,
                 _agent(event),
-                _optional(event, "task_id", str),
-                _optional(event, "attempt", int),
-                _optional(event, "latency_ms", int),
+                event.task_id,
+                event.attempt,
+                _latency(event),
                 _tokens(event),
             )
         )
@@ -128,7 +128,7 @@ def _agent(event: Event) -> str | None:
     """The agent an event is about: its agent_id, or the voter of a vote."""
     if isinstance(event, VoteRequested | VoteCast | VoteRecorded):
         return event.voter_agent_id
-    return _optional(event, "agent_id", str)
+    return event.agent_id
 
 
 def _tokens(event: Event) -> int | None:
@@ -143,7 +143,9 @@ def _tokens(event: Event) -> int | None:
     return None
 
 
-def _optional(event: Event, field: str, kind: type[T]) -> T | None:
-    """The value of a field many records share, where this event's record has it (and it is set)."""
-    value = getattr(event, field, None)
-    return value if isinstance(value, kind) else None
+def _latency(event: Event) -> int | None:
+    """How long the work an event ends took, where it ends any."""
+    match event:
+        case TaskCompleted() | TaskFailed() | TaskResultRecorded() | MissionCompleted() | MissionFailed():
+            return event.latency_ms
+    return None

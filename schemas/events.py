@@ -40,6 +40,26 @@ class Event(msgspec.Struct, frozen=True, gc=False):
             """Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."""
 
     @property
+    def mission_id(self) -> str | None:
+        """The mission the event is about, where its record has a `mission_id` field (the field replaces this)."""
+        return None
+
+    @property
+    def agent_id(self) -> str | None:
+        """The agent the event is about, where its record has an `agent_id` field (the field replaces this)."""
+        return None
+
+    @property
+    def task_id(self) -> str | None:
+        """The task the event is about, where its record has a `task_id` field (the field replaces this)."""
+        return None
+
+    @property
+    def attempt(self) -> int | None:
+        """The attempt the event is about, where its record has an `attempt` field (the field replaces this)."""
+        return None
+
+    @property
     def full_name(self) -> str:
         """The Avro full name, e.g. swarmlog.v1.TaskAssigned."""
         return f"{NAMESPACE}.{self.name}"

@@ -405,4 +405,4 @@ def outcome(result: Terminal) -> dict[str, Any]:
 
 def of_mission(event: Event, mission_id: str) -> bool:
     """Whether the event is one of the mission's: its mission_id field (where its record has one) names it."""
-    return getattr(event, "mission_id", None) == mission_id
+    return event.mission_id == mission_id
