@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from swarmlog.schemas import records
-from swarmlog.schemas.typed import field_order
+from swarmlog.schemas.typed import field_order, full_name
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 INT32 = 2**31
@@ -80,7 +80,7 @@ class Generator:
 
     def record(self, schema: Mapping[str, Any], namespace: str) -> str:
         """The name of the function reading this record (written once per full name)."""
-        full = _full_name(schema, namespace)
+        full = full_name(schema, namespace)
         if full in self.names:
             return self.names[full]
         function = self.names[full] = self.fresh("_record")
@@ -145,10 +145,10 @@ class Generator:
         if kind in PRIMITIVE_NAMES:
             return self.primitive(kind, schema.get("logicalType"), target, indent)
         if kind == "record":
-            self.named_schemas[_full_name(schema, namespace)] = schema
+            self.named_schemas[full_name(schema, namespace)] = schema
             return [f"{indent}{target}, p = {self.record(schema, namespace)}(b, p)"]
         if kind == "enum":
-            self.named_schemas[_full_name(schema, namespace)] = schema
+            self.named_schemas[full_name(schema, namespace)] = schema
             symbols = self.constant(tuple(schema["symbols"]))
             # An even byte is index n >> 1; an odd one is negative, and a missing symbol raises IndexError.
             return [
@@ -235,14 +235,6 @@ def compile_reader(schema: Mapping[str, Any], classes: ModuleType = records) -> 
         "_records": classes,
         **generator.constants,
     }
-    exec(compile("\n\n".join(generator.functions), f"<avro reader {_full_name(schema, '')}>", "exec"), scope)
+    exec(compile("\n\n".join(generator.functions), f"<avro reader {full_name(schema, '')}>", "exec"), scope)
     reader: Reader = scope[entry]
     return reader
-
-
-def _full_name(schema: Mapping[str, Any], namespace: str) -> str:
-    name = schema["name"]
-    if "." in name:
-        return str(name)
-    space = schema.get("namespace", namespace)
-    return f"{space}.{name}" if space else name

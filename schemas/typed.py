@@ -74,7 +74,7 @@ class ClassWriter:
 
     def record(self, schema: Mapping[str, Any], namespace: str, *, is_event: bool = False) -> str:
         """The class name of a record, writing the class the first time its full name is seen."""
-        full = _full_name(schema, namespace)
+        full = full_name(schema, namespace)
         if self._known(full, schema):
             return full.rpartition(".")[2]
         namespace = full.rpartition(".")[0]
@@ -131,7 +131,7 @@ class ClassWriter:
 
     def enum(self, schema: Mapping[str, Any], namespace: str) -> str:
         """The alias of an enum: a Literal of its symbols."""
-        full = _full_name(schema, namespace)
+        full = full_name(schema, namespace)
         name = full.rpartition(".")[2]
         if not self._known(full, schema):
             symbols = ", ".join(repr(symbol) for symbol in schema["symbols"])
@@ -180,7 +180,8 @@ def _default(value: Any, annotation: str) -> str:
     return repr(value)
 
 
-def _full_name(schema: Mapping[str, Any], namespace: str) -> str:
+def full_name(schema: Mapping[str, Any], namespace: str) -> str:
+    """A named schema's full name: its own if dotted, else qualified by its namespace or the enclosing one."""
     name = schema["name"]
     if "." in name:
         return str(name)
