@@ -1,7 +1,8 @@
 """`swarmlog status`: agents by region and status, queue depth per region, and the coordinators' consumer lag.
 
-Everything is read from the log: the registry and recent heartbeats folded with the registry's projection, partition by
-partition as the streams worker's table folds them, and its liveness rule, each region's journal partition folded with the coordinator's own `evolve` (through its recovery), and the
+Everything is read from the log: the registry and recent heartbeats replayed with the registry's projection (partition
+by partition, as the streams worker's table folds them) and judged by its liveness rule, each region's journal
+partition folded with the coordinator's own `evolve` (through its recovery), and the
 coordinator groups' committed offsets against the input topics' ends. Journal records that do not decode are reported
 with the repair command, region by region; they never stop the report (status writes no dead letters: only the
 processes that consume a topic for its effects do).
@@ -29,12 +30,11 @@ from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader
-from swarmlog.replay.fold import Record, decoded, ordered
+from swarmlog.replay.components import component
+from swarmlog.replay.fold import Record, replay
 from swarmlog.replay.source import Span, read
 from swarmlog.schemas.codec import codec_for
-from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings, require_reachable
-from swarmlog.streams import registry
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS, AgentView, silent
 from swarmlog.topics import HEARTBEATS, REGISTRY
 
@@ -83,7 +83,11 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
     records = await read_records(settings, REGISTRY) + await read_records(
         settings, HEARTBEATS, since_ms=now - window_ms
     )
-    views = fold_registry(records, settings)
+    # The registry's replay: each partition folded on its own, as the streams worker's table folds them.
+    folded = replay(
+        component("registry"), None, settings.region_names, records, codec_for(settings.schema_registry_url)
+    )
+    views = folded.state.agents.values()
     return [
         AgentRow(
             v.agent_id,
@@ -95,18 +99,6 @@ async def read_agents(settings: Settings, window_ms: int = HEARTBEAT_WINDOW_MS) 
             round((now - v.last_heartbeat_ms) / 1000, 1),
         )
         for v in sorted(views, key=lambda v: (v.region, v.agent_id))
-    ]
-
-
-def fold_registry(records: list[Record], settings: Settings) -> list[AgentView]:
-    """Every agent's view: each partition of the registry's topics folded on its own (an agent's events share one),
-    as the streams worker's `registry` table folds them; records that do not decode left out."""
-    by_partition: dict[int, list[Event]] = collections.defaultdict(list)
-    for record, event in decoded(ordered(records), codec_for(settings.schema_registry_url)):
-        if isinstance(event, Event):  # the dead-letter topic is where consumers report the others; status skips them
-            by_partition[record.partition].append(event)
-    return [
-        view for events in by_partition.values() for view in registry.PROJECTION.rebuild(None, events).agents.values()
     ]
 
 
