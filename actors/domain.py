@@ -141,24 +141,36 @@ def initial(agent_id: str) -> AgentState:
     return AgentState(agent_id)
 
 
+def subject(event: Event) -> str | None:
+    """The agent whose state an event changes; None when it changes no agent's (a host folds each event into its
+    subject's state only)."""
+    match event:
+        case TaskStarted() | TaskCompleted() | TaskFailed() | TaskReleased() | BudgetExceeded() | BudgetRestored():
+            return event.agent_id
+        case VoteCast():
+            return event.voter_agent_id
+        case _:
+            return None
+
+
 def evolve(state: AgentState, event: Event) -> AgentState:
     """The state after one event (closed attempts and ballots past KEEP_MS dropped); events about other agents leave
     it unchanged."""
+    if subject(event) != state.agent_id:
+        return state
     match event:
-        case TaskStarted() if event.agent_id == state.agent_id:
+        case TaskStarted():
             key = task_key(event)  # a duplicate written after the attempt closed does not reopen it
             state = state if key in state.closed else dataclasses.replace(state, started=state.started | {key})
-        case TaskCompleted() | TaskFailed() | TaskReleased() if event.agent_id == state.agent_id:
+        case TaskCompleted() | TaskFailed() | TaskReleased():
             key = task_key(event)
             state = dataclasses.replace(
                 state, started=state.started - {key}, closed={**state.closed, key: event.occurred_at}
             )
-        case VoteCast() if event.voter_agent_id == state.agent_id:
+        case VoteCast():
             state = dataclasses.replace(state, ballots={**state.ballots, event.ballot_id: event.occurred_at})
-        case BudgetExceeded() | BudgetRestored() if event.agent_id == state.agent_id:
+        case BudgetExceeded() | BudgetRestored():
             return dataclasses.replace(state, throttled=isinstance(event, BudgetExceeded))
-        case _:
-            return state
     return _pruned(state, max(state.seen_ms, event.occurred_at))
 
 

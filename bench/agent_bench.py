@@ -36,7 +36,8 @@ from rich.table import Table
 from swarmlog import topics
 from swarmlog.actors.brains import Brain, open_brain
 from swarmlog.actors.domain import Order
-from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
+from swarmlog.actors.shell.agent import AgentProcess
+from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.actors.steps import Run
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.kafka.admin import ensure_topics

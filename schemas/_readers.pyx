@@ -5304,13 +5304,260 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return _records.ResyncRequested(v0, v1, v4, v5, v2, v3, v6), p
 
 
-_s31_const2 = ('WORK', 'PLAN', 'FINAL')
-
-
 def _s31_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s31_count4, _s31_count7
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    return _records.SlotAllocated(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
+
+
+def _s32_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v7 = b[p:e].decode('utf-8')
+    p = e
+    return _records.SlotRequested(v0, v1, v4, v5, v6, v2, v3, v7), p
+
+
+_s33_const2 = ('WORK', 'PLAN', 'FINAL')
+
+
+def _s33_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s33_count4, _s33_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5435,7 +5682,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s31_const2[n >> 1]
+    v9 = _s33_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5471,18 +5718,18 @@ def _s31_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s31_items3 = {}
-    _s31_count4 = b[p]
-    if _s31_count4 < 128:
+    _s33_items3 = {}
+    _s33_count4 = b[p]
+    if _s33_count4 < 128:
         p += 1
-        _s31_count4 = (_s31_count4 >> 1) ^ -(_s31_count4 & 1)
+        _s33_count4 = (_s33_count4 >> 1) ^ -(_s33_count4 & 1)
     else:
-        _s31_count4, p = _long(b, p)
-    while _s31_count4:
-        if _s31_count4 < 0:
-            _s31_count4 = -_s31_count4
+        _s33_count4, p = _long(b, p)
+    while _s33_count4:
+        if _s33_count4 < 0:
+            _s33_count4 = -_s33_count4
             _, p = _long(b, p)
-        for _ in range(_s31_count4):
+        for _ in range(_s33_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5494,7 +5741,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s31_key5 = b[p:e].decode('utf-8')
+            _s33_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -5507,27 +5754,27 @@ def _s31_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s31_items3[_s31_key5] = b[p:e].decode('utf-8')
+            _s33_items3[_s33_key5] = b[p:e].decode('utf-8')
             p = e
-        _s31_count4 = b[p]
-        if _s31_count4 < 128:
+        _s33_count4 = b[p]
+        if _s33_count4 < 128:
             p += 1
-            _s31_count4 = (_s31_count4 >> 1) ^ -(_s31_count4 & 1)
+            _s33_count4 = (_s33_count4 >> 1) ^ -(_s33_count4 & 1)
         else:
-            _s31_count4, p = _long(b, p)
-    v14 = _s31_items3
-    _s31_items6 = []
-    _s31_count7 = b[p]
-    if _s31_count7 < 128:
+            _s33_count4, p = _long(b, p)
+    v14 = _s33_items3
+    _s33_items6 = []
+    _s33_count7 = b[p]
+    if _s33_count7 < 128:
         p += 1
-        _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
+        _s33_count7 = (_s33_count7 >> 1) ^ -(_s33_count7 & 1)
     else:
-        _s31_count7, p = _long(b, p)
-    while _s31_count7:
-        if _s31_count7 < 0:
-            _s31_count7 = -_s31_count7
+        _s33_count7, p = _long(b, p)
+    while _s33_count7:
+        if _s33_count7 < 0:
+            _s33_count7 = -_s33_count7
             _, p = _long(b, p)
-        for _ in range(_s31_count7):
+        for _ in range(_s33_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5539,16 +5786,16 @@ def _s31_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s31_item8 = b[p:e].decode('utf-8')
+            _s33_item8 = b[p:e].decode('utf-8')
             p = e
-            _s31_items6.append(_s31_item8)
-        _s31_count7 = b[p]
-        if _s31_count7 < 128:
+            _s33_items6.append(_s33_item8)
+        _s33_count7 = b[p]
+        if _s33_count7 < 128:
             p += 1
-            _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
+            _s33_count7 = (_s33_count7 >> 1) ^ -(_s33_count7 & 1)
         else:
-            _s31_count7, p = _long(b, p)
-    v15 = _s31_items6
+            _s33_count7, p = _long(b, p)
+    v15 = _s33_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -5559,7 +5806,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
     return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
 
 
-def _s32_record1(bytes b, Py_ssize_t p):
+def _s34_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5709,7 +5956,7 @@ def _s32_record1(bytes b, Py_ssize_t p):
     return _records.TaskCancelled(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s33_record1(bytes b, Py_ssize_t p):
+def _s35_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5889,10 +6136,10 @@ def _s33_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
 
 
-_s34_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s36_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s34_record1(bytes b, Py_ssize_t p):
+def _s36_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6032,7 +6279,7 @@ def _s34_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s34_const2[n >> 1]
+    v10 = _s36_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6099,10 +6346,10 @@ def _s34_record1(bytes b, Py_ssize_t p):
     return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
-def _s35_record1(bytes b, Py_ssize_t p):
+def _s37_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s35_count3
+    cdef long long _s37_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -6221,18 +6468,18 @@ def _s35_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s35_items2 = []
-    _s35_count3 = b[p]
-    if _s35_count3 < 128:
+    _s37_items2 = []
+    _s37_count3 = b[p]
+    if _s37_count3 < 128:
         p += 1
-        _s35_count3 = (_s35_count3 >> 1) ^ -(_s35_count3 & 1)
+        _s37_count3 = (_s37_count3 >> 1) ^ -(_s37_count3 & 1)
     else:
-        _s35_count3, p = _long(b, p)
-    while _s35_count3:
-        if _s35_count3 < 0:
-            _s35_count3 = -_s35_count3
+        _s37_count3, p = _long(b, p)
+    while _s37_count3:
+        if _s37_count3 < 0:
+            _s37_count3 = -_s37_count3
             _, p = _long(b, p)
-        for _ in range(_s35_count3):
+        for _ in range(_s37_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6244,16 +6491,16 @@ def _s35_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s35_item4 = b[p:e].decode('utf-8')
+            _s37_item4 = b[p:e].decode('utf-8')
             p = e
-            _s35_items2.append(_s35_item4)
-        _s35_count3 = b[p]
-        if _s35_count3 < 128:
+            _s37_items2.append(_s37_item4)
+        _s37_count3 = b[p]
+        if _s37_count3 < 128:
             p += 1
-            _s35_count3 = (_s35_count3 >> 1) ^ -(_s35_count3 & 1)
+            _s37_count3 = (_s37_count3 >> 1) ^ -(_s37_count3 & 1)
         else:
-            _s35_count3, p = _long(b, p)
-    v9 = _s35_items2
+            _s37_count3, p = _long(b, p)
+    v9 = _s37_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -6270,7 +6517,7 @@ def _s35_record1(bytes b, Py_ssize_t p):
     return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
 
 
-def _s36_record1(bytes b, Py_ssize_t p):
+def _s38_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6420,7 +6667,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
     return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s37_record1(bytes b, Py_ssize_t p):
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6570,7 +6817,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6749,7 +6996,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6886,7 +7133,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7039,10 +7286,10 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
-_s41_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s43_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7189,7 +7436,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s41_const2[n >> 1]
+    v11 = _s43_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -7220,7 +7467,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
     return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s44_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7388,7 +7635,7 @@ def _s42_record1(bytes b, Py_ssize_t p):
     return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s43_record1(bytes b, Py_ssize_t p):
+def _s45_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7548,7 +7795,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
     return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s44_record1(bytes b, Py_ssize_t p):
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7686,7 +7933,7 @@ def _s44_record1(bytes b, Py_ssize_t p):
     return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
-def _s45_record5(bytes b, Py_ssize_t p):
+def _s47_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7732,10 +7979,10 @@ def _s45_record5(bytes b, Py_ssize_t p):
     return _records.Candidate(v0, v1, v2), p
 
 
-def _s45_record1(bytes b, Py_ssize_t p):
+def _s47_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s45_count3
+    cdef long long _s47_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7860,27 +8107,27 @@ def _s45_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s45_items2 = []
-    _s45_count3 = b[p]
-    if _s45_count3 < 128:
+    _s47_items2 = []
+    _s47_count3 = b[p]
+    if _s47_count3 < 128:
         p += 1
-        _s45_count3 = (_s45_count3 >> 1) ^ -(_s45_count3 & 1)
+        _s47_count3 = (_s47_count3 >> 1) ^ -(_s47_count3 & 1)
     else:
-        _s45_count3, p = _long(b, p)
-    while _s45_count3:
-        if _s45_count3 < 0:
-            _s45_count3 = -_s45_count3
+        _s47_count3, p = _long(b, p)
+    while _s47_count3:
+        if _s47_count3 < 0:
+            _s47_count3 = -_s47_count3
             _, p = _long(b, p)
-        for _ in range(_s45_count3):
-            _s45_item4, p = _s45_record5(b, p)
-            _s45_items2.append(_s45_item4)
-        _s45_count3 = b[p]
-        if _s45_count3 < 128:
+        for _ in range(_s47_count3):
+            _s47_item4, p = _s47_record5(b, p)
+            _s47_items2.append(_s47_item4)
+        _s47_count3 = b[p]
+        if _s47_count3 < 128:
             p += 1
-            _s45_count3 = (_s45_count3 >> 1) ^ -(_s45_count3 & 1)
+            _s47_count3 = (_s47_count3 >> 1) ^ -(_s47_count3 & 1)
         else:
-            _s45_count3, p = _long(b, p)
-    v9 = _s45_items2
+            _s47_count3, p = _long(b, p)
+    v9 = _s47_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7891,10 +8138,10 @@ def _s45_record1(bytes b, Py_ssize_t p):
     return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s46_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s48_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s46_record1(bytes b, Py_ssize_t p):
+def _s48_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8020,11 +8267,11 @@ def _s46_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s46_const2[n >> 1]
+    v8 = _s48_const2[n >> 1]
     return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s47_record1(bytes b, Py_ssize_t p):
+def _s49_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8223,21 +8470,23 @@ READERS = {
     'ef58c438337eea71': _s28_record1,  # PhaseStarted v1
     '92c08abb1c193b8b': _s29_record1,  # PlanAdopted v1
     '408ae9cb1b660725': _s30_record1,  # ResyncRequested v1
-    '863cce9607afcb40': _s31_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s32_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s33_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s34_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s35_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s36_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s37_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s38_record1,  # TaskResultRecorded v1
-    '211655e567231fac': _s39_record1,  # TaskStartRecorded v1
-    'e6a663f565b98225': _s40_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s41_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s42_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s43_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s44_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s45_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s46_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s47_record1,  # WaitStarted v1
+    '59f53a1c93a08c73': _s31_record1,  # SlotAllocated v1
+    '990068b4eea72e52': _s32_record1,  # SlotRequested v1
+    '863cce9607afcb40': _s33_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s34_record1,  # TaskCancelled v1
+    '14d84a52e182c131': _s35_record1,  # TaskCompleted v1
+    'cbb1794a558181c4': _s36_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s37_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s38_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s39_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s40_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s41_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s42_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s43_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s44_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s45_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s46_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s47_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s48_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s49_record1,  # WaitStarted v1
 }

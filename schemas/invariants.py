@@ -148,6 +148,12 @@ def _budget_window(record: Any) -> None:
         raise InvariantViolation(f"window_end {record.window_end} must be after window_start {record.window_start}")
 
 
+def _slot_allocation(record: Any) -> None:
+    """An allocated slot is one of the inbox partitions it was allocated from."""
+    if record.slot >= record.partitions:
+        raise InvariantViolation(f"slot {record.slot} is not one of the {record.partitions} inbox partitions")
+
+
 # Rules keyed by record name, for the structure of one kind of event.
 RECORD_RULES: Mapping[str, Check] = {
     "MissionSubmitted": _mission,
@@ -155,6 +161,7 @@ RECORD_RULES: Mapping[str, Check] = {
     "ExperienceRecorded": _experience,
     "DeadlockDetected": _deadlock,
     "BudgetExceeded": _budget_window,
+    "SlotAllocated": _slot_allocation,
 }
 
 

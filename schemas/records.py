@@ -747,6 +747,48 @@ class ResyncRequested(Event, frozen=True, gc=False):
     ground_truth_version: int | None = None
 
 
+class SlotAllocated(Event, frozen=True, gc=False):
+    "A coordinator gives an agent of its region an inbox partition that no other agent holds."
+
+    name: ClassVar[str] = 'SlotAllocated'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    agent_id: str
+    region: str
+    slot: int
+    "The inbox partition, held by this agent only."
+    partitions: int
+    "How many inbox partitions there were when it was allocated."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+
+
+class SlotRequested(Event, frozen=True, gc=False):
+    "An agent host asks its region's coordinator for an inbox slot of the agent's own."
+
+    name: ClassVar[str] = 'SlotRequested'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    agent_id: str
+    region: str
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+    host: str = ''
+    "The host process asking (a fleet runs many agents)."
+
+
 TaskKind: TypeAlias = Literal['WORK', 'PLAN', 'FINAL']
 
 
@@ -1220,6 +1262,8 @@ CLASSES: dict[str, type[Event]] = {
     'PhaseStarted': PhaseStarted,
     'PlanAdopted': PlanAdopted,
     'ResyncRequested': ResyncRequested,
+    'SlotAllocated': SlotAllocated,
+    'SlotRequested': SlotRequested,
     'TaskAssigned': TaskAssigned,
     'TaskCancelled': TaskCancelled,
     'TaskCompleted': TaskCompleted,
@@ -1272,6 +1316,8 @@ FINGERPRINTS: dict[str, str] = {
     'PhaseStarted': 'ef58c438337eea71',
     'PlanAdopted': '92c08abb1c193b8b',
     'ResyncRequested': '408ae9cb1b660725',
+    'SlotAllocated': '59f53a1c93a08c73',
+    'SlotRequested': '990068b4eea72e52',
     'TaskAssigned': '863cce9607afcb40',
     'TaskCancelled': 'f4e49451418d89a6',
     'TaskCompleted': '14d84a52e182c131',

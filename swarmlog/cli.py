@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from swarmlog.commands import coordinator, replay, schemas, topics
-from swarmlog.commands.agent import agent
+from swarmlog.commands.agent import agent, fleet
 from swarmlog.commands.agents import agents
 from swarmlog.commands.demo import demo
 from swarmlog.commands.status import status
@@ -22,6 +22,7 @@ app = typer.Typer(
 app.command("demo")(demo)
 app.command("up")(up)
 app.command("agent")(agent)
+app.command("fleet")(fleet)
 app.command("streams")(streams)
 app.add_typer(coordinator.app, name="coordinator")
 app.command("submit")(submit)

@@ -13,6 +13,7 @@ MISSIONS = "swarm.missions"
 JOURNAL = "swarm.coordinator.journal"
 COORDINATORS = "swarm.coordinators"
 INBOX = "swarm.agents.inbox"
+SLOTS = "swarm.agents.slots"
 TASK_EVENTS = "swarm.tasks.events"
 HEARTBEATS = "swarm.agents.heartbeats"
 REGISTRY = "swarm.agents.registry"
@@ -102,6 +103,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
                 "JournalRecordsSkipped",
                 "TaskStartRecorded",
                 "MissionRetired",
+                "SlotAllocated",
             ),
             "The coordinators' decisions, one partition per region; their state is its fold.",
         ),
@@ -124,6 +126,16 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             ("coordinator", "agent"),
             ("TaskAssigned", "TaskCancelled", "VoteRequested", "PeerQuestion", "PeerAnswered"),
             "Commands to agents; partition = the agent's slot.",
+        ),
+        TopicSpec(
+            SLOTS,
+            "agent_id",
+            1,
+            "compact",
+            forever,
+            ("agent", "coordinator"),
+            ("SlotRequested", "SlotAllocated"),
+            "Hosts asking for their agents' inbox slots, and each agent's latest allocation (from the journal).",
         ),
         TopicSpec(
             TASK_EVENTS,

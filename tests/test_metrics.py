@@ -21,7 +21,8 @@ import yaml
 from prometheus_client import generate_latest
 
 from swarmlog.actors.brains.scripted import ScriptedBrain
-from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
+from swarmlog.actors.shell.agent import AgentProcess
+from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.client import Mission, MissionClient, Task
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.errors import ConfigError

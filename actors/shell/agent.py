@@ -8,17 +8,16 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import time
 import uuid
 import zlib
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
-from swarmlog.actors.actions import MAX_ACTION_TOKENS, RECALL, REMEMBER
+from swarmlog.actors.actions import RECALL, REMEMBER
 from swarmlog.actors.brains import Brain, Generation, open_brain
 from swarmlog.actors.domain import (
     PROJECTION,
@@ -35,13 +34,12 @@ from swarmlog.actors.domain import (
     declared_dead,
     evolve,
 )
-from swarmlog.actors.groundtruth import DEFAULT_DOCUMENT, GroundTruth
-from swarmlog.actors.memory.semantic import SemanticMemory
+from swarmlog.actors.groundtruth import GroundTruth
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
-from swarmlog.actors.shell.outbox import Outbox
-from swarmlog.actors.shell.recovery import recover
-from swarmlog.actors.shell.resync import read_ground_truth
-from swarmlog.actors.shell.store import AgentStore
+from swarmlog.actors.shell.config import AgentConfig
+from swarmlog.actors.shell.host import AgentHost
+from swarmlog.actors.shell.mailbox import Mailbox, Notice
+from swarmlog.actors.shell.store import Checkpoint
 from swarmlog.actors.steps import (
     Run,
     Usage,
@@ -60,15 +58,10 @@ from swarmlog.actors.steps import (
     wait_ended,
 )
 from swarmlog.envelope import now_ms, stamp
-from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
-from swarmlog.kafka.producer import EventProducer
-from swarmlog.kafka.reading import cluster_id
+from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.records import DEAD_LETTERED_BY, TOPIC_EVENTS, input_event, send_dead_letter
-from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
-from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
-from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
@@ -81,7 +74,6 @@ from swarmlog.schemas.records import (
     DrainRequested,
     ExperienceRecorded,
     PeerAnswered,
-    ResyncRequested,
     TaskCompleted,
     TaskFailed,
     TokensUsed,
@@ -89,7 +81,7 @@ from swarmlog.schemas.records import (
     WaitOutcome,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import CONTROL, DEAD_LETTERS, INBOX, REGISTRY, catalog
+from swarmlog.topics import DEAD_LETTERS, INBOX, REGISTRY, catalog
 
 RECALLED = 3  # memories in a step's prompt
 log = logging.getLogger("swarmlog.agent")
@@ -99,30 +91,9 @@ class RejectedCommand(SwarmlogError):
     """An inbox or control record that decodes but is not something this agent can act on."""
 
 
-@dataclasses.dataclass(frozen=True)
-class AgentConfig:
-    """Who this agent is and how it runs."""
-
-    agent_id: str
-    capabilities: tuple[str, ...]
-    brain: str
-    model: str | None
-    gpu: int | None
-    node: str
-    region: str
-    slot: int
-    data_dir: Path
-    heartbeat_s: float = 1.0
-    drain_s: float = 10.0
-    max_tokens: int = MAX_ACTION_TOKENS
-    ask_peers: bool = False
-    ask_timeout_s: float = 60.0
-    ground_truth: str = DEFAULT_DOCUMENT
-    resync_s: float = 60.0
-
-
 class AgentProcess:
-    """One agent: its inbox partition paused while it thinks or is throttled, so heartbeats and control flow on."""
+    """One agent actor: it takes its inbox records one at a time, not while it thinks or is throttled, so heartbeats
+    and control flow on. Its host (actors/shell/host.py) reads for it and lends it the clients, store and memory."""
 
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
@@ -130,10 +101,8 @@ class AgentProcess:
         self._topic_of = {
             name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
         }
-        self._codec = codec_for(settings.schema_registry_url)
-        self._inbox = TopicPartition(INBOX, config.slot)
         self._name = f"agent:{config.agent_id}"
-        self._wait = BrokerWait(self._sensor, settings.bootstrap or "", f"take the events of {self._name}")
+        self.mailbox = Mailbox()
         self._registration_id = ""  # the event id of this run's AgentRegistered
         self._abandoned: AttemptKey | None = None  # the task of a run declared dead, handed back before its next step
         self._stopping = asyncio.Event()
@@ -141,130 +110,90 @@ class AgentProcess:
         self._busy: asyncio.Task[None] | None = None
         self._run: Run | None = None
         self._peers: Mapping[str, Peer] = {}
-        self._truth = GroundTruth(config.ground_truth)
-        self._resync_now = asyncio.Event()
         self._waits: dict[str, asyncio.Future[PeerAnswered]] = {}  # wait id -> the PeerAnswered it waits on
         self._deferred: collections.deque[ConsumerRecord] = collections.deque()  # inbox records read while busy
         self._failed: Exception | None = None  # what broke an effect; the agent stops then, instead of staying BUSY
+
+    @property
+    def config(self) -> AgentConfig:
+        """Who this agent is and how it runs (its slot is allocated by the time it registers)."""
+        return self._config
+
+    @property
+    def _slot(self) -> int:
+        """This agent's inbox partition (allocated before it registers)."""
+        if self._config.slot is None:
+            raise RuntimeError(f"agent {self._config.agent_id} has no slot yet: its host places it first")
+        return self._config.slot
+
+    def place(self, slot: int) -> None:
+        """Take the inbox slot the host found allocated to this agent."""
+        self._config = dataclasses.replace(self._config, slot=slot)
 
     def stop(self) -> None:
         """Begin draining: finish the current step, release an unfinished task, deregister."""
         self._stopping.set()
         self._unthrottled.set()
+        self.mailbox.ready.set()
 
     async def run(self) -> None:
-        """Run until stop(); recovery first, deregistration last."""
-        store = AgentStore(self._config.data_dir / self._config.agent_id)
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._settings.bootstrap,
-            client_id=self._name,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-        )
-        memory = SemanticMemory(self._settings.redis_url, self._settings.memory_flush_ms)
-        try:
-            async with EventProducer(self._settings, client_id=self._name) as producer, memory:
-                await consumer.start()
-                self._producer, self._outbox, self._store = (
-                    producer,
-                    Outbox(producer, self._settings, self._wait),
-                    store,
-                )
-                self._memory = memory
-                folded = [tp for topic in PROJECTION.topics for tp in await self._partitions(topic)]
-                await self._check_slot()
-                started = time.monotonic()
-                self._checkpoint, stale = await recover(
-                    consumer,
-                    self._codec,
-                    self._config.agent_id,
-                    self._inbox,
-                    folded,
-                    store.load(self._config.agent_id),
-                    await cluster_id(consumer),
-                )
-                if stale is not None:
-                    log.warning(
-                        "agent %s: the checkpoint in %s is stale: %s; rebuilt from the log instead (%s, and "
-                        "inbox %d, from the log start). Nothing is lost or redone; if this is the wrong broker, "
-                        "stop the agent and give it the right --bootstrap",
-                        self._config.agent_id,
-                        store.path,
-                        stale,
-                        ", ".join(PROJECTION.topics),
-                        self._checkpoint.inbox,
-                    )
-                self._sensor.on_recovered("agent", time.monotonic() - started)
-                store.save(self._checkpoint)
-                registry = await self._partitions(REGISTRY) if self._config.ask_peers else []
-                await self._serve(consumer, [tp for tp in folded if tp.topic == CONTROL], registry)
-                if self._failed is not None:
-                    raise SwarmlogError(
-                        f"agent {self._config.agent_id} stopped because a command's effect failed "
-                        f"({type(self._failed).__name__}: {self._failed}); start it again: it resumes "
-                        "from its last checkpoint"
-                    ) from self._failed
-        finally:
-            await consumer.stop()
-            store.close()
+        """Run as a host of one (its store in data_dir/<agent id>) until stop(); recovery first, deregistration last."""
+        path = self._config.data_dir / self._config.agent_id
+        await AgentHost([self], self._settings, self._name, path, self._sensor).run()
 
-    async def _check_slot(self) -> None:
-        """A ConfigError when the agent's slot is not a partition of the inbox topic (it would wait on it forever)."""
-        count = len(await self._partitions(INBOX))
-        if self._inbox.partition >= count:
-            raise ConfigError(
-                f"agent {self._config.agent_id}: slot {self._inbox.partition} is not a partition of "
-                f"{INBOX}, which has {count} (slots 0-{count - 1}); give the agent a slot below "
-                f"{count}, or create the topics with more inbox partitions (SWARMLOG_INBOX_PARTITIONS)"
-            )
+    async def register(self, host: AgentHost, checkpoint: Checkpoint) -> tuple[TopicPartition, int]:
+        """Take the host's clients and the recovered checkpoint, and register a new run: the registry partition it
+        landed in, and the offset after it."""
+        self._host, self._checkpoint = host, checkpoint
+        self._codec, self._producer, self._outbox = host.codec, host.producer, host.outbox
+        self._store, self._memory, self._wait = host.store, host.memory, host.wait
+        return await self._register()
 
-    async def _partitions(self, topic: str) -> list[TopicPartition]:
-        """Every partition of a topic (the producer waits for its metadata)."""
-        return [TopicPartition(topic, p) for p in sorted(await self._producer.raw.partitions_for(topic))]
+    @property
+    def _truth(self) -> GroundTruth:
+        """The latest version of this agent's ground-truth document that its host has read."""
+        return self._host.truth(self._config.ground_truth)
 
-    async def _serve(
-        self, consumer: AIOKafkaConsumer, control: list[TopicPartition], registry: list[TopicPartition]
-    ) -> None:
-        """Register, heartbeat and handle records until stopped; then drain and deregister.
-
-        The registry is read for a death of this run: from the registration on, in the partition it landed in (where
-        its death is written too, under the same key); when asking peers, all of it from the beginning."""
-        await self._resync()  # before registering, so the first task already sees the current ground truth
-        own, registered_at = await self._register()
-        consumer.assign([self._inbox, *control, *(registry or [own])])
-        consumer.seek(self._inbox, self._checkpoint.inbox)
-        if registry:
-            await consumer.seek_to_beginning(*registry)  # the peer directory is the fold of the whole registry
-        else:
-            consumer.seek(own, registered_at)
-        for tp in control:  # where recovery's fold ended: no control event after it is missed, none before is obeyed
-            consumer.seek(tp, self._checkpoint.positions[tp])
-        self._consumer = consumer
-        self._gate()
+    async def serve(self) -> None:
+        """Heartbeat and take what the host posts until stopped; then drain and deregister. An effect that failed
+        stops the agent with a SwarmlogError (its host stops the others)."""
         heartbeats = asyncio.create_task(self._heartbeat())
-        resyncs = asyncio.create_task(self._resync_every())
         try:
+            self._gate()
             while not self._stopping.is_set():
-                batch = await consumer.getmany(timeout_ms=100, max_records=1)
-                for tp, records in batch.items():
-                    for record in records:
-                        self._sensor.on_consumed(tp.topic)
-                        if tp.topic == REGISTRY:
-                            await self._registry(record)
-                        elif tp.topic == CONTROL:
-                            await self._control(record)
-                        elif self._busy is not None:
-                            self._while_busy(record)
-                        else:
-                            await self._command(record)
+                await self.mailbox.ready.wait()
+                self.mailbox.ready.clear()
+                await self._take()
             await self._drain()
             await self._emit([self._stamp(AgentDeregistered, reason="stopped")])
         finally:
-            for background in (heartbeats, resyncs):
-                background.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await background
+            heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeats
+        if self._failed is not None:
+            raise SwarmlogError(
+                f"agent {self._config.agent_id} stopped because a command's effect failed "
+                f"({type(self._failed).__name__}: {self._failed}); start it again: it resumes "
+                "from its last checkpoint"
+            ) from self._failed
+
+    async def _take(self) -> None:
+        """Take every notice, then the inbox records while the inbox is open (one read for an agent behind this one
+        on a shared slot is skipped)."""
+        while self.mailbox.notices:
+            notice = self.mailbox.notices.popleft()
+            if notice.tp.topic == REGISTRY:
+                await self._registry(notice.event)
+            else:
+                self._control(notice)
+        while self.mailbox.inbox and self._inbox_open() and not self._stopping.is_set():
+            record = self.mailbox.inbox.popleft()
+            if record.offset < self._checkpoint.inbox:
+                continue
+            if self._busy is not None:
+                self._while_busy(record)
+            else:
+                await self._command(record)
 
     async def _command(self, record: ConsumerRecord) -> None:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
@@ -333,26 +262,15 @@ class AgentProcess:
             node=self._config.node,
             gpu=self._config.gpu,
             region=self._config.region,
-            slot=self._config.slot,
+            slot=self._slot,
         )
         ((landed, after),) = (await self._emit([registered])).items()
         self._registration_id = registered.event_id
-        log.info("agent %s registered on slot %d", self._config.agent_id, self._config.slot)
+        log.info("agent %s registered on slot %d", self._config.agent_id, self._slot)
         return landed, after
 
-    async def _registry(self, record: ConsumerRecord) -> None:
-        """Fold a registry record into the peer directory, and register again on a death of this run; skip a record
-        it cannot decode.
-
-        Only a component that consumes a topic for its effects writes that topic's dead letters: the registry's is
-        the streams worker (DEAD_LETTERED_BY). The agent reads the registry for a directory of peers, from the
-        beginning at every start, so dead-lettering here would write each bad record again at every start of every
-        agent that asks peers."""
-        try:
-            event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
-        except DecodeError:
-            self._sensor.on_decode_failure(record.topic)
-            return
+    async def _registry(self, event: Event) -> None:
+        """Fold a registry event into the peer directory, and register again on a death of this run."""
         self._peers = evolve_peers(self._peers, event)
         if declared_dead(event, self._config.agent_id, self._registration_id):
             await self._reenlist(event)
@@ -437,7 +355,7 @@ class AgentProcess:
         self._waits[wait.wait_id] = answer
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
         try:
-            await self._outbox.deliver(question(run, self._config.slot, now_ms()), found[1])
+            await self._outbox.deliver(question(run, self._slot, now_ms()), found[1])
             self._sensor.on_produced(INBOX)
             self._gate()  # read the inbox while waiting: the answer arrives there
             await asyncio.wait(
@@ -488,22 +406,20 @@ class AgentProcess:
         """What a generation cost, now, under a name of its own (so a retried step's tokens count again)."""
         return Usage(generation.prompt_tokens, generation.completion_tokens, now_ms(), uuid.uuid4().hex[:12])
 
-    async def _control(self, record: ConsumerRecord) -> None:
-        """Budget events throttle and restore this agent; a drain request stops it; anything else is skipped (and
-        dead-lettered when it is meant for this agent). Its position is saved with the next checkpoint."""
-        position = {TopicPartition(record.topic, record.partition): record.offset + 1}
+    def _control(self, notice: Notice) -> None:
+        """Budget events throttle and restore this agent, a drain request stops it (the host posts only those meant
+        for it, and re-syncs itself). Its position is saved with the next checkpoint."""
+        if notice.offset < self._checkpoint.positions.get(notice.tp, 0):
+            return  # folded by recovery already
+        position = {notice.tp: notice.offset + 1}
         self._checkpoint = dataclasses.replace(self._checkpoint, positions={**self._checkpoint.positions, **position})
-        event = await self._decoded(record)
-        if event is None:
-            return
-        me = self._config.agent_id
-        match event:
-            case DrainRequested(target=target) if target in (me, "*"):
+        match notice.event:
+            case DrainRequested():
                 self.stop()
-            case ResyncRequested(target=target) if target in (me, "*"):
-                self._resync_now.set()
-            case BudgetExceeded(agent_id=agent_id) | BudgetRestored(agent_id=agent_id) if agent_id == me:
-                self._checkpoint = dataclasses.replace(self._checkpoint, state=evolve(self._checkpoint.state, event))
+            case BudgetExceeded() | BudgetRestored():
+                self._checkpoint = dataclasses.replace(
+                    self._checkpoint, state=evolve(self._checkpoint.state, notice.event)
+                )
                 self._save(self._checkpoint.inbox)
                 self._gate()
 
@@ -522,31 +438,6 @@ class AgentProcess:
                 )
                 await self._write([*ended, released(run, f"step not done within {self._config.drain_s} s", now_ms())])
 
-    async def _resync_every(self) -> None:
-        """Re-read the ground truth every resync_s, and at once on a ResyncRequested; keep the last on errors."""
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._resync_now.wait(), self._config.resync_s)
-            self._resync_now.clear()
-            try:
-                await self._resync()
-            except KafkaError as exc:
-                log.warning(
-                    "re-sync of %s failed, keeping version %s: %s", self._truth.document_id, self._truth.version, exc
-                )
-
-    async def _resync(self) -> None:
-        """Bring the ground-truth document up to the latest version on its topic."""
-        before = self._truth.version
-        self._truth = await read_ground_truth(self._settings, self._codec, self._truth, f"{self._name}-resync")
-        if self._truth.version != before:
-            log.info(
-                "agent %s re-synced %s to version %s",
-                self._config.agent_id,
-                self._truth.document_id,
-                self._truth.version,
-            )
-
     async def _heartbeat(self) -> None:
         """AgentHeartbeat of the current run every heartbeat_s on a fixed schedule (no drift), whatever the agent is
         doing; one the broker does not take within the producer's timeout is given up (the wait logs it)."""
@@ -564,7 +455,7 @@ class AgentProcess:
                             status=self._status(),
                             in_flight_task=run.order.task_id if run else None,
                             region=self._config.region,
-                            slot=self._config.slot,
+                            slot=self._slot,
                         )
                     ]
                 )
@@ -578,17 +469,20 @@ class AgentProcess:
             return "THROTTLED"
         return "BUSY" if self._busy else "IDLE"
 
-    def _gate(self) -> None:
-        """Read the inbox while idle (nothing deferred, not throttled, not stopping) or while a task waits on a peer."""
+    def _inbox_open(self) -> bool:
+        """Whether to take inbox records: while idle (nothing deferred, not throttled, not stopping), or while a task
+        waits on a peer (its answer arrives there)."""
         throttled = self._checkpoint.state.throttled
-        if throttled and not self._stopping.is_set():
+        return bool(self._waits) or not (self._busy or self._deferred or throttled or self._stopping.is_set())
+
+    def _gate(self) -> None:
+        """Let the step loop run unless throttled, and look at the inbox again when it is open."""
+        if self._checkpoint.state.throttled and not self._stopping.is_set():
             self._unthrottled.clear()
         else:
             self._unthrottled.set()
-        if self._waits or not (self._busy or self._deferred or throttled or self._stopping.is_set()):
-            self._consumer.resume(self._inbox)
-        else:
-            self._consumer.pause(self._inbox)
+        if self.mailbox.inbox and self._inbox_open():
+            self.mailbox.ready.set()
 
     async def _write(self, events: tuple[Event, ...] | list[Event]) -> None:
         """Write events, then fold them into the state (the checkpoint is saved later, after the effects)."""
@@ -660,15 +554,22 @@ class AgentProcess:
 
 async def run_agent(config: AgentConfig, settings: Settings) -> None:
     """Run one agent until SIGTERM or SIGINT, then drain it; metrics on settings.metrics_port unless 0."""
+    await run_agents([config], settings, f"agent:{config.agent_id}", config.data_dir / config.agent_id)
+
+
+async def run_agents(configs: Sequence[AgentConfig], settings: Settings, name: str, store_path: Path) -> None:
+    """Run agents on one host until SIGTERM or SIGINT, then drain them; metrics on settings.metrics_port unless 0."""
     sensor, server = sensor_for(settings.metrics_port)
     # Each agent samples with its own seed, so replicas of a task are independent draws, not copies.
-    brain = open_brain(config.brain, config.model, config.gpu, seed=zlib.crc32(config.agent_id.encode()))
+    brains = [open_brain(c.brain, c.model, c.gpu, seed=zlib.crc32(c.agent_id.encode())) for c in configs]
     try:
-        agent = AgentProcess(config, settings, brain, sensor)
+        agents = [AgentProcess(c, settings, brain, sensor) for c, brain in zip(configs, brains, strict=True)]
+        host = AgentHost(agents, settings, name, store_path, sensor)
         # Past the step's drain time, a stop still waits on the broker for the release and the deregistration.
-        stop_on_signals(agent.stop, what=f"agent {config.agent_id}", deadline_s=config.drain_s + 20.0)
-        await agent.run()
+        stop_on_signals(host.stop, what=name, deadline_s=max(c.drain_s for c in configs) + 20.0)
+        await host.run()
     finally:
-        brain.close()
+        for brain in brains:
+            brain.close()
         if server is not None:
             server.close()

@@ -7,6 +7,9 @@ before its log start (records deleted before they were read), or in a partition 
 exposes no topic ids, so the cluster id and each partition's log start and end are what is checked; a broker that
 reports no cluster id is checked by offsets alone. A checkpoint written in another encoding is not used either.
 
+A host recovers all its agents in one pass: the topics are read once, and each event is folded into the state of the
+agent it is about (`actors.domain.subject`), from that agent's own saved position on.
+
 Recovery folds exactly the agent projection's topics (its task events, its votes, its budget events), as replay does.
 Without a usable checkpoint (a new agent, an empty data dir, a stale one) the agent rebuilds from the log: it folds
 those topics from the log start, and reads its inbox from the log start, so that a task assigned to it and not
@@ -21,7 +24,7 @@ from collections.abc import Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from swarmlog.actors.domain import PROJECTION, AgentState
+from swarmlog.actors.domain import PROJECTION, AgentState, subject
 from swarmlog.actors.shell.store import Checkpoint, Outdated
 from swarmlog.errors import DecodeError, ServiceError
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
@@ -61,58 +64,83 @@ def stale(saved: Checkpoint | Outdated, inbox: TopicPartition, bounds: Bounds) -
     return None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recovered:
+    """The checkpoint an agent runs from, and why its saved one was not usable (None: it was, or there was none)."""
+
+    checkpoint: Checkpoint
+    stale: str | None
+
+
 async def recover(
     consumer: AIOKafkaConsumer,
     codec: Codec,
-    agent_id: str,
-    inbox: TopicPartition,
+    saved: Mapping[str, tuple[TopicPartition, Checkpoint | Outdated | None]],
     folded: list[TopicPartition],
-    saved: Checkpoint | Outdated | None,
     cluster: str | None,
-) -> tuple[Checkpoint, str | None]:
-    """The checkpoint to run from, and why the saved one was not usable (None when it was used or there was none).
+) -> dict[str, Recovered]:
+    """Each agent's checkpoint to run from, given its inbox partition and what its store held.
 
     `folded` is every partition of the projection's topics. A usable checkpoint is brought up to date with their
     events written since; otherwise the state is folded from the log start and the inbox is read from its log start.
+    The topics are read once for all the agents: each event is folded into its subject's state, from that agent's
+    own position on.
     """
-    everything = [*folded, inbox]
+    everything = [*folded, *{inbox for inbox, _ in saved.values()}]
     bounds = Bounds(cluster, await consumer.beginning_offsets(everything), await consumer.end_offsets(everything))
-    reason = None if saved is None else stale(saved, inbox, bounds)
-    if not isinstance(saved, Checkpoint) or reason is not None:
-        saved = Checkpoint(PROJECTION.initial(agent_id), bounds.starts[inbox], {}, cluster)
-    start = {tp: saved.positions.get(tp, bounds.starts[tp]) for tp in folded}
+    checkpoints: dict[str, Checkpoint] = {}
+    reasons: dict[str, str | None] = {}
+    for agent_id, (inbox, prior) in saved.items():
+        reasons[agent_id] = None if prior is None else stale(prior, inbox, bounds)
+        if not isinstance(prior, Checkpoint) or reasons[agent_id] is not None:
+            prior = Checkpoint(PROJECTION.initial(agent_id), bounds.starts[inbox], {}, cluster)
+        checkpoints[agent_id] = prior
+    ends = {tp: bounds.ends[tp] for tp in folded}
+    start = {
+        agent_id: {tp: checkpoint.positions.get(tp, bounds.starts[tp]) for tp in folded}
+        for agent_id, checkpoint in checkpoints.items()
+    }
     try:
         async with asyncio.timeout(TIMEOUT_S):
-            state = await _fold(consumer, codec, saved.state, start, bounds.ends)
+            states = await _fold(
+                consumer, codec, {agent_id: cp.state for agent_id, cp in checkpoints.items()}, start, ends
+            )
     except TimeoutError:
         raise ServiceError(
-            f"agent {agent_id} could not read {', '.join(PROJECTION.topics)} to their end within {TIMEOUT_S} s; "
-            "is the broker healthy?"
+            f"{len(saved)} agent(s) ({', '.join(sorted(saved)[:3])}{', ...' if len(saved) > 3 else ''}) could not "
+            f"read {', '.join(PROJECTION.topics)} to their end within {TIMEOUT_S} s; is the broker healthy?"
         ) from None
-    return Checkpoint(state, saved.inbox, {tp: bounds.ends[tp] for tp in folded}, cluster), reason
+    return {
+        agent_id: Recovered(dataclasses.replace(checkpoint, state=states[agent_id], positions=ends), reasons[agent_id])
+        for agent_id, checkpoint in checkpoints.items()
+    }
 
 
 async def _fold(
     consumer: AIOKafkaConsumer,
     codec: Codec,
-    state: AgentState,
-    start: Mapping[TopicPartition, int],
+    states: dict[str, AgentState],
+    start: Mapping[str, Mapping[TopicPartition, int]],
     ends: Mapping[TopicPartition, int],
-) -> AgentState:
-    """`state` with every event from `start` to `ends` folded in (other agents' events, and commands such as a
-    drain, change nothing: the fold replays facts, never effects)."""
-    pending = [tp for tp in start if start[tp] < ends[tp]]
+) -> dict[str, AgentState]:
+    """`states` with every event from each agent's `start` to `ends` folded into its subject's state (other agents'
+    events, and commands such as a drain, change nothing: the fold replays facts, never effects)."""
+    first = {tp: min(positions[tp] for positions in start.values()) for tp in ends}
+    pending = [tp for tp in first if first[tp] < ends[tp]]
     consumer.assign(pending)
     for tp in pending:
-        consumer.seek(tp, start[tp])
+        consumer.seek(tp, first[tp])
     while pending:
         for tp, records in (await consumer.getmany(*pending, timeout_ms=500)).items():
             for record in records:
                 if record.offset >= ends[tp]:
                     continue
                 try:
-                    state = PROJECTION.evolve(state, input_event(codec, record, TOPIC_EVENTS[tp.topic]))
+                    event = input_event(codec, record, TOPIC_EVENTS[tp.topic])
                 except DecodeError:  # no event of its topic: skipped, as replay skips it; dead-lettered by the live
                     continue  # readers (control) or by the topic's consumers (tasks, votes)
+                agent_id = subject(event)
+                if agent_id in states and record.offset >= start[agent_id][tp]:
+                    states[agent_id] = PROJECTION.evolve(states[agent_id], event)
         pending = [tp for tp in pending if await consumer.position(tp) < ends[tp]]
-    return state
+    return states

@@ -1,4 +1,6 @@
-"""The agent's local rocksdict store: its task state, inbox position and log positions, written in one batch.
+"""A host's local rocksdict store: per agent, its task state, inbox position and log positions, written in one batch.
+
+One store per host process, one key per agent (`checkpoint/<agent id>`): a fleet of 2,000 agents is one RocksDB.
 
 Every position belongs to one Kafka cluster: the checkpoint records the cluster id it was taken on, so that recovery
 can tell a checkpoint of this log from one left by another cluster (see actors/shell/recovery.py). It records the
@@ -18,7 +20,7 @@ from rocksdict import Rdict, WriteBatch
 
 from swarmlog.actors.domain import PROJECTION, AgentState
 
-KEY = "checkpoint"
+PREFIX = "checkpoint/"
 UNVERSIONED = 1  # the version of a checkpoint written before checkpoints recorded theirs
 
 
@@ -40,6 +42,11 @@ class Outdated:
     version: int
 
 
+def key_of(agent_id: str) -> str:
+    """The key of an agent's checkpoint."""
+    return PREFIX + agent_id
+
+
 class AgentStore:
     """One checkpoint per agent; each save is a single atomic RocksDB write."""
 
@@ -50,7 +57,7 @@ class AgentStore:
 
     def load(self, agent_id: str) -> Checkpoint | Outdated | None:
         """The last checkpoint, Outdated when written in another encoding, or None for a new agent."""
-        raw = self._db.get(KEY)
+        raw = self._db.get(key_of(agent_id))
         if raw is None:
             return None
         saved = json.loads(raw)
@@ -73,14 +80,14 @@ class AgentStore:
         return Checkpoint(state, saved["inbox"], positions, saved["cluster"])
 
     def save(self, checkpoint: Checkpoint) -> None:
-        """Replace the checkpoint in one write batch."""
+        """Replace the checkpoint of its agent in one write batch."""
         state = checkpoint.state
         positions: dict[str, dict[int, int]] = {}
         for tp, offset in sorted(checkpoint.positions.items()):
             positions.setdefault(tp.topic, {})[tp.partition] = offset
         batch = WriteBatch()
         batch.put(
-            KEY,
+            key_of(state.agent_id),
             json.dumps(
                 {
                     "version": PROJECTION.snapshot_version,

@@ -1,8 +1,9 @@
-"""`swarmlog agent`: run one agent (one per GPU) until SIGTERM, which drains it."""
+"""`swarmlog agent` (one agent, one per GPU) and `swarmlog fleet` (many agents in one process), until SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import zlib
 from pathlib import Path
@@ -12,70 +13,74 @@ import typer
 
 from swarmlog import logs
 from swarmlog.actors.brains import BRAINS
-from swarmlog.actors.shell.agent import AgentConfig, run_agent
+from swarmlog.actors.shell.agent import run_agent, run_agents
+from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.commands.common import one_line_errors
 from swarmlog.errors import ConfigError
 from swarmlog.settings import Settings
+
+Capabilities = Annotated[str, typer.Option(help="Comma-separated capabilities, e.g. coding,review.")]
+BrainName = Annotated[str, typer.Option(envvar="SWARMLOG_BRAIN", help=f"The model adapter: {', '.join(BRAINS)}.")]
+Model = Annotated[
+    str | None, typer.Option(envvar="SWARMLOG_MODEL", help="GGUF path, model id, or scripted-brain JSON file.")
+]
+Node = Annotated[str | None, typer.Option(help="Node name (default: this host's name).")]
+Region = Annotated[str, typer.Option(help="The coordinator region the agents belong to.")]
+DataDir = Annotated[Path | None, typer.Option(help="Where the agents' store lives (default: cache dir/agents).")]
+HeartbeatS = Annotated[float, typer.Option(help="Seconds between heartbeats.")]
+AskPeers = Annotated[
+    bool,
+    typer.Option(
+        help="Offer the model the ask action: a question to another agent of the "
+        "region, which costs that agent a generation."
+    ),
+]
+AskTimeoutS = Annotated[float, typer.Option(help="How long a task waits for a peer's answer.")]
+GroundTruthDocument = Annotated[
+    str, typer.Option(help="The ground-truth document (on swarm.groundtruth) to work from.")
+]
+ResyncS = Annotated[
+    float,
+    typer.Option(
+        help="Seconds between re-syncs of the ground truth (a ResyncRequested on swarm.control re-syncs at once)."
+    ),
+]
+Bootstrap = Annotated[str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")]
+MetricsPort = Annotated[
+    int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")
+]
 
 
 @one_line_errors
 def agent(
     agent_id: Annotated[str, typer.Argument(metavar="ID", help="This agent's id, unique in the swarm.")],
-    capabilities: Annotated[str, typer.Option(help="Comma-separated capabilities, e.g. coding,review.")] = "",
-    brain: Annotated[
-        str, typer.Option(envvar="SWARMLOG_BRAIN", help=f"The model adapter: {', '.join(BRAINS)}.")
-    ] = "llamacpp",
-    model: Annotated[
-        str | None, typer.Option(envvar="SWARMLOG_MODEL", help="GGUF path, model id, or scripted-brain JSON file.")
-    ] = None,
+    capabilities: Capabilities = "",
+    brain: BrainName = "llamacpp",
+    model: Model = None,
     gpu: Annotated[int | None, typer.Option(help="The GPU index this agent owns (none: CPU).")] = None,
-    node: Annotated[str | None, typer.Option(help="Node name (default: this host's name).")] = None,
-    region: Annotated[str, typer.Option(help="The coordinator region this agent belongs to.")] = "region-0",
+    node: Node = None,
+    region: Region = "region-0",
     slot: Annotated[int | None, typer.Option(help="Inbox partition (default: crc32(ID) % inbox partitions).")] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Where the agent's store lives (default: cache dir/agents).")
-    ] = None,
-    heartbeat_s: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 1.0,
-    ask_peers: Annotated[
-        bool,
-        typer.Option(
-            help="Offer the model the ask action: a question to another agent of the "
-            "region, which costs that agent a generation."
-        ),
-    ] = False,
-    ask_timeout_s: Annotated[float, typer.Option(help="How long a task waits for a peer's answer.")] = 60.0,
-    ground_truth: Annotated[
-        str, typer.Option(help="The ground-truth document (on swarm.groundtruth) to work from.")
-    ] = "main",
-    resync_s: Annotated[
-        float,
-        typer.Option(
-            help="Seconds between re-syncs of the ground truth (a ResyncRequested on swarm.control re-syncs at once)."
-        ),
-    ] = 60.0,
-    bootstrap: Annotated[
-        str | None, typer.Option(help="Kafka bootstrap servers (default: $SWARMLOG_BOOTSTRAP).")
-    ] = None,
-    metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus /metrics on this port; 0 = off ($SWARMLOG_METRICS_PORT).")
-    ] = None,
+    data_dir: DataDir = None,
+    heartbeat_s: HeartbeatS = 1.0,
+    ask_peers: AskPeers = False,
+    ask_timeout_s: AskTimeoutS = 60.0,
+    ground_truth: GroundTruthDocument = "main",
+    resync_s: ResyncS = 60.0,
+    bootstrap: Bootstrap = None,
+    metrics_port: MetricsPort = None,
 ) -> None:
     """Register, heartbeat and work on the tasks in this agent's inbox partition until SIGTERM."""
-    settings = Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port)
-    if not settings.bootstrap:
-        raise ConfigError("swarmlog agent needs a broker: pass --bootstrap or set SWARMLOG_BOOTSTRAP")
-    slot = zlib.crc32(agent_id.encode()) % settings.inbox_partitions if slot is None else slot
-    if not 0 <= slot < settings.inbox_partitions:
-        raise ConfigError(f"--slot {slot} is not an inbox partition (0..{settings.inbox_partitions - 1})")
+    settings = _settings(bootstrap, metrics_port)
     config = AgentConfig(
         agent_id=agent_id,
-        capabilities=tuple(c.strip() for c in capabilities.split(",") if c.strip()),
+        capabilities=_listed(capabilities),
         brain=brain,
         model=model,
         gpu=gpu,
         node=node or socket.gethostname(),
         region=region,
-        slot=slot,
+        slot=_slot(settings, agent_id, slot),
         data_dir=data_dir or settings.cache_dir / "agents",
         heartbeat_s=heartbeat_s,
         ask_peers=ask_peers,
@@ -85,3 +90,90 @@ def agent(
     )
     logs.configure()
     asyncio.run(run_agent(config, settings))
+
+
+@one_line_errors
+def fleet(
+    agents: Annotated[int | None, typer.Option(help="How many agents (default: one per --gpus entry, else 8).")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="This host's name; agents are <name>-0, <name>-1, ... (default: host name).")
+    ] = None,
+    gpus: Annotated[
+        str | None, typer.Option(help="Comma-separated GPU indexes, one agent per GPU (none: CPU agents).")
+    ] = None,
+    first_slot: Annotated[
+        int | None,
+        typer.Option(help="Agent i reads inbox partition first_slot + i (default: crc32(id) % inbox partitions)."),
+    ] = None,
+    capabilities: Capabilities = "",
+    brain: BrainName = "llamacpp",
+    model: Model = None,
+    node: Node = None,
+    region: Region = "region-0",
+    data_dir: DataDir = None,
+    heartbeat_s: HeartbeatS = 1.0,
+    ask_peers: AskPeers = False,
+    ask_timeout_s: AskTimeoutS = 60.0,
+    ground_truth: GroundTruthDocument = "main",
+    resync_s: ResyncS = 60.0,
+    bootstrap: Bootstrap = None,
+    metrics_port: MetricsPort = None,
+) -> None:
+    """Run many agents in this one process (a node's GPUs, or a rig of scripted agents), sharing its Kafka clients
+    and one store, until SIGTERM; each agent keeps its own id, slot, checkpoint, heartbeats and recovery."""
+    settings = _settings(bootstrap, metrics_port)
+    devices: list[int | None] = [int(g) for g in _listed(gpus or "")] or [None]
+    count = agents if agents is not None else (len(devices) if gpus else 8)
+    if count < 1 or (gpus and count != len(devices)):
+        raise ConfigError(f"--agents {count} with --gpus {gpus!r}: give one agent per GPU, and at least one agent")
+    host = name or socket.gethostname()
+    template = AgentConfig(
+        agent_id="",
+        capabilities=_listed(capabilities),
+        brain=brain,
+        model=model,
+        gpu=None,
+        node=node or socket.gethostname(),
+        region=region,
+        slot=0,
+        data_dir=data_dir or settings.cache_dir / "agents",
+        heartbeat_s=heartbeat_s,
+        ask_peers=ask_peers,
+        ask_timeout_s=ask_timeout_s,
+        ground_truth=ground_truth,
+        resync_s=resync_s,
+    )
+    configs = [
+        dataclasses.replace(
+            template,
+            agent_id=f"{host}-{n}",
+            gpu=devices[n] if gpus else None,
+            slot=_slot(settings, f"{host}-{n}", None if first_slot is None else first_slot + n),
+        )
+        for n in range(count)
+    ]
+    logs.configure()
+    asyncio.run(run_agents(configs, settings, f"fleet:{host}", template.data_dir / f"fleet-{host}"))
+
+
+def _settings(bootstrap: str | None, metrics_port: int | None) -> Settings:
+    """The process's settings; a ConfigError without a broker."""
+    settings = Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port)
+    if not settings.bootstrap:
+        raise ConfigError("swarmlog agents need a broker: pass --bootstrap or set SWARMLOG_BOOTSTRAP")
+    return settings
+
+
+def _slot(settings: Settings, agent_id: str, slot: int | None) -> int:
+    """The agent's inbox partition: the one given, or crc32(id) % inbox partitions; a ConfigError outside them."""
+    slot = zlib.crc32(agent_id.encode()) % settings.inbox_partitions if slot is None else slot
+    if not 0 <= slot < settings.inbox_partitions:
+        raise ConfigError(
+            f"slot {slot} of agent {agent_id} is not an inbox partition (0..{settings.inbox_partitions - 1})"
+        )
+    return slot
+
+
+def _listed(text: str) -> tuple[str, ...]:
+    """The non-empty items of a comma-separated list."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())

@@ -21,16 +21,25 @@ JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table."
 
 @app.command("ensure")
 @one_line_errors
-def ensure(bootstrap: str | None = BootstrapOption, as_json: bool = JsonOption) -> None:
+def ensure(
+    bootstrap: str | None = BootstrapOption,
+    as_json: bool = JsonOption,
+    grow_inbox: bool = typer.Option(
+        False,
+        "--grow-inbox",
+        help="Add inbox partitions up to SWARMLOG_INBOX_PARTITIONS (Kafka only; no message moves), then restart the "
+        "coordinators so that they allocate slots from them.",
+    ),
+) -> None:
     """Create every missing topic with its configuration and check the existing ones; safe to run again."""
     settings = Settings.from_env(bootstrap=bootstrap)
-    outcomes = asyncio.run(ensure_topics(settings))
+    outcomes = asyncio.run(ensure_topics(settings, grow_inbox=grow_inbox))
     if as_json:
         print_json([dataclasses.asdict(outcome) for outcome in outcomes])
     else:
         table = Table("topic", "partitions", "result", "detail", title=f"topics on {settings.bootstrap}")
         for outcome in outcomes:
-            style = {"created": "green", "exists": "", "mismatch": "red"}[outcome.action]
+            style = {"created": "green", "exists": "", "grown": "green", "mismatch": "red"}[outcome.action]
             table.add_row(outcome.name, str(outcome.partitions), f"[{style}]{outcome.action}[/]", outcome.detail)
         out.print(table)
     if any(outcome.action == "mismatch" for outcome in outcomes):

@@ -5,16 +5,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, for_code
 
 from swarmlog.errors import ServiceError
 from swarmlog.settings import Settings, require_reachable
-from swarmlog.topics import TopicSpec, catalog
+from swarmlog.topics import INBOX, TopicSpec, catalog
 
 TOPIC_ALREADY_EXISTS = 36
-Action = Literal["created", "exists", "mismatch"]
+Action = Literal["created", "exists", "grown", "mismatch"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +27,13 @@ class TopicOutcome:
     detail: str = ""
 
 
-async def ensure_topics(settings: Settings) -> list[TopicOutcome]:
-    """Create every missing catalog topic and check the existing ones against the catalog."""
+async def ensure_topics(settings: Settings, *, grow_inbox: bool = False) -> list[TopicOutcome]:
+    """Create every missing catalog topic and check the existing ones against the catalog; with `grow_inbox`, add
+    the inbox partitions the settings ask for (Kafka only).
+
+    Only the inbox may grow: its records go to explicit partitions (the recipient's slot), so adding partitions moves
+    no message and routes none elsewhere. A keyed topic would send a key's later records to another partition than
+    its earlier ones, which breaks the per-key order every fold relies on."""
     if not settings.bootstrap:
         raise ServiceError("no broker to create topics on: start one with `swarmlog up` or set SWARMLOG_BOOTSTRAP")
     require_reachable(settings.bootstrap)
@@ -44,7 +49,10 @@ async def ensure_topics(settings: Settings) -> list[TopicOutcome]:
             if spec.name in created:
                 outcomes.append(TopicOutcome(spec.name, "created", spec.partitions))
             else:
-                outcomes.append(await _check(admin, settings, spec))
+                outcome = await _check(admin, settings, spec)
+                if grow_inbox and spec.name == INBOX and outcome.partitions < spec.partitions:
+                    outcome = await _grow(admin, settings, spec, outcome.partitions)
+                outcomes.append(outcome)
         return outcomes
     except KafkaError as exc:
         raise ServiceError(f"the broker at {settings.bootstrap} refused a topic request: {exc}") from exc
@@ -77,7 +85,11 @@ async def _check(admin: AIOKafkaAdminClient, settings: Settings, spec: TopicSpec
     if partitions < spec.partitions:
         problems.append(
             f"has {partitions} partitions, the catalog wants {spec.partitions}: "
-            "add partitions with kafka-topics --alter, or lower the SWARMLOG_* partition setting"
+            + (
+                "grow it with `swarmlog topics ensure --grow-inbox` (Kafka), or lower SWARMLOG_INBOX_PARTITIONS"
+                if spec.name == INBOX
+                else "lower the SWARMLOG_* partition setting (more partitions would reorder its keys)"
+            )
         )
     configs, note = await _describe_configs(admin, spec.name)
     for key, wanted in spec.configs(settings).items():
@@ -86,6 +98,26 @@ async def _check(admin: AIOKafkaAdminClient, settings: Settings, spec: TopicSpec
     if problems:
         return TopicOutcome(spec.name, "mismatch", partitions, "; ".join(problems))
     return TopicOutcome(spec.name, "exists", partitions, note)
+
+
+async def _grow(admin: AIOKafkaAdminClient, settings: Settings, spec: TopicSpec, had: int) -> TopicOutcome:
+    """Add partitions to a topic up to its catalog count; a mismatch saying why where the broker cannot."""
+    if settings.broker == "tansu":
+        return TopicOutcome(
+            spec.name,
+            "mismatch",
+            had,
+            f"has {had} partitions, the catalog wants {spec.partitions}: adding partitions is Kafka-only (Tansu "
+            "cannot); start the embedded broker again with the larger SWARMLOG_INBOX_PARTITIONS",
+        )
+    response = await admin.create_partitions({spec.name: NewPartitions(spec.partitions)})
+    for topic_error in response.topic_errors:
+        if topic_error[1] != 0:
+            raise ServiceError(
+                f"could not grow {spec.name} to {spec.partitions} partitions: {for_code(topic_error[1]).__name__} "
+                f"({topic_error[2]})"
+            )
+    return TopicOutcome(spec.name, "grown", spec.partitions, f"grown from {had} partitions")
 
 
 async def _describe_configs(admin: AIOKafkaAdminClient, name: str) -> tuple[dict[str, str] | None, str]:

@@ -350,7 +350,8 @@ async def test_a_model_error_while_voting_does_not_wedge_the_agent(settings, age
     import asyncio
     import dataclasses
 
-    from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
+    from swarmlog.actors.shell.agent import AgentProcess
+    from swarmlog.actors.shell.config import AgentConfig
 
     slot = slot_of(settings, agent_id)
     config = AgentConfig(agent_id, (), "scripted", None, None, "test-node", "region-0", slot, tmp_path)

@@ -11,7 +11,7 @@ from rocksdict import Rdict
 from swarmlog import topics
 from swarmlog.actors.domain import PROJECTION, AgentState
 from swarmlog.actors.shell.recovery import Bounds, stale
-from swarmlog.actors.shell.store import KEY, AgentStore, Checkpoint, Outdated
+from swarmlog.actors.shell.store import AgentStore, Checkpoint, Outdated, key_of
 
 INBOX = TopicPartition(topics.INBOX, 3)
 TASKS, VOTES, CONTROL = (TopicPartition(topic, 0) for topic in (topics.TASK_EVENTS, topics.VOTES, topics.CONTROL))
@@ -35,12 +35,24 @@ def test_a_checkpoint_survives_reopening(tmp_path):
     reopened.close()
 
 
+def test_one_store_keeps_each_agents_checkpoint_apart(tmp_path):
+    store = AgentStore(tmp_path)
+    store.save(checkpoint())
+    other = Checkpoint(AgentState("b", throttled=True), inbox=2, positions={CONTROL: 1})
+    store.save(other)
+    store.save(Checkpoint(AgentState("a"), inbox=5, positions={}))
+    assert store.load("b") == other
+    assert store.load("a").inbox == 5
+    assert store.load("c") is None
+    store.close()
+
+
 def test_a_checkpoint_records_the_version_of_its_encoding(tmp_path):
     store = AgentStore(tmp_path)
     store.save(checkpoint())
     store.close()
     db = Rdict(str(tmp_path))
-    assert json.loads(db[KEY])["version"] == PROJECTION.snapshot_version
+    assert json.loads(db[key_of("a")])["version"] == PROJECTION.snapshot_version
     db.close()
 
 
@@ -54,7 +66,7 @@ def test_a_checkpoint_records_the_version_of_its_encoding(tmp_path):
 )
 def test_a_checkpoint_of_another_encoding_is_not_read_back_and_is_stale(tmp_path, written, version):
     db = Rdict(str(tmp_path))
-    db[KEY] = json.dumps(written)
+    db[key_of("a")] = json.dumps(written)
     db.close()
     store = AgentStore(tmp_path)
     loaded = store.load("a")

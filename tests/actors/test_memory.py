@@ -19,7 +19,8 @@ from swarmlog.actors.brains.scripted import ScriptedBrain
 from swarmlog.actors.memory.embeddings import MiniLM
 from swarmlog.actors.memory.index import VectorIndex
 from swarmlog.actors.memory.semantic import SemanticMemory
-from swarmlog.actors.shell.agent import AgentConfig, AgentProcess
+from swarmlog.actors.shell.agent import AgentProcess
+from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.replay.memory import rebuild_memory
