@@ -1,7 +1,8 @@
-"""Stream processors on a real broker: liveness, deadlock detection, events/s per processor, recovery after kill -9.
+"""Stream processors on a real broker: liveness, deadlock detection, events/s per processor, recovery after kill -9,
+lag under a steady heartbeat load.
 
 Starts the broker (Apache Kafka by default, or Tansu) and Redis itself, and runs `swarmlog streams` as a subprocess
-(tests/streams/worker_harness.py). Four parts:
+(tests/streams/worker_harness.py). Five parts:
 - liveness: real `swarmlog agent --brain scripted` processes (heartbeat 0.25 s) killed with SIGKILL in turn, under a
   2 s liveness timeout; kill → AgentDeclaredDead occurred_at, and → the death readable on swarm.agents.registry;
 - deadlock: rings of three agents' WaitStarted, one wait at a time; the closing wait's ack → DeadlockDetected
@@ -9,11 +10,16 @@ Starts the broker (Apache Kafka by default, or Tansu) and Redis itself, and runs
 - throughput: a pre-encoded burst per processor (heartbeats → registry, TokensUsed → budgets, WaitStarted/WaitEnded →
   wait-for graph) sent with one aiokafka producer; the worker's rate is the burst over first send → the last write
   to its table's changelog (stamped when written; found once the worker's group has committed past the burst),
-  next to a plain aiokafka consumer reading + decoding the same records (the baseline);
+  next to a plain aiokafka consumer reading + decoding the same records (the baseline), and the worker's CPU time over
+  the burst (events per CPU second: what one core would fold, however busy the machine);
 - recovery: with the tables populated, kill -9 the worker, send a fresh agent's over-budget TokensUsed, restart it;
-  restart → "Ready", and → BudgetExceeded (the new event processed).
-Run: .venv/bin/python bench/streams_bench.py [--broker kafka|tansu] [--parts liveness,deadlock,throughput,recovery]
-     [--kills N] [--agents N] [--rings N] [--events N] [--restarts N]
+  restart → "Ready", and → BudgetExceeded (the new event processed);
+- steady (not run unless named): N agents (2,000) heartbeating at 1 Hz for S seconds (30) through a worker with the
+  default 5 s liveness timeout; the lag of each registry row write (heartbeat occurred_at → written to the changelog),
+  the worker's CPU, and, for the agents that fall silent halfway, last heartbeat → AgentDeclaredDead.
+Run: .venv/bin/python bench/streams_bench.py [--broker kafka|tansu] [--parts liveness,deadlock,throughput,recovery,steady]
+     [--kills N] [--agents N] [--rings N] [--events N] [--processors registry,budgets,waitgraph] [--restarts N]
+     [--steady-agents N] [--steady-s S] [--silenced N]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import tempfile
@@ -52,6 +59,8 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
+from swarmlog.streams.app.tables import load_value
+from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS
 
 sys.path[:0] = [
     str(Path(__file__).parents[1] / "tests" / "streams"),
@@ -273,6 +282,7 @@ class Burst:
     worker_s: float  # first → last changelog write of the burst
     end_to_end_s: float  # first send → last changelog write
     baseline_s: float  # plain consumer: read + decode the same records
+    cpu_s: float | None  # the worker process's CPU time from the first send until the burst was done
 
 
 def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
@@ -358,6 +368,15 @@ def burst_records(processor: str, count: int) -> list[tuple[str, str, bytes]]:
     return [(topic, key, codec.encode(event)) for topic, key, event in out]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc); None where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def end_offsets(consumer: AIOKafkaConsumer, topics: list[str]) -> dict[TopicPartition, int]:
     """The end offset of every partition of `topics`."""
     await consumer._client.force_metadata_update()
@@ -416,14 +435,21 @@ async def baseline(bootstrap: str, before: dict[TopicPartition, int], after: dic
         await consumer.stop()
 
 
-async def throughput(settings: Settings, worker: Worker, events: int, console: Console) -> list[Burst]:
+PROCESSORS = ("registry", "budgets", "waitgraph")
+
+
+async def throughput(
+    settings: Settings, worker: Worker, events: int, processors: list[str], console: Console
+) -> list[Burst]:
     """One burst per processor through the running worker, one after the other, and the baseline of each."""
     bootstrap, app = settings.bootstrap, worker.app_id
+    assert worker.process is not None
     plans = {
         "registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog"),
         "budgets": ([USAGE], [], f"{app}-budgets-changelog"),
         "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog"),
     }
+    plans = {processor: plans[processor] for processor in processors}
     results = []
     probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
@@ -436,6 +462,7 @@ async def throughput(settings: Settings, worker: Worker, events: int, console: C
             records = burst_records(processor, events)
             inputs_before = await end_offsets(probe, inputs)
             changelog_before = await end_offsets(probe, [changelog])
+            cpu_before = cpu_seconds(worker.process.pid)
             started = time.perf_counter()
             sent_ms = now_ms()
             await asyncio.gather(
@@ -456,14 +483,17 @@ async def throughput(settings: Settings, worker: Worker, events: int, console: C
                     if latest == changelog_after:
                         break
                     changelog_after = latest
+            cpu_after = cpu_seconds(worker.process.pid)
+            cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
             count, first, last = await changelog_span(bootstrap, changelog, changelog_before, changelog_after)
             base = await baseline(bootstrap, inputs_before, inputs_after)
-            burst = Burst(processor, len(records), send_s, max(last - first, 1) / 1000, (last - sent_ms) / 1000, base)
+            end_to_end_s = (last - sent_ms) / 1000
+            burst = Burst(processor, len(records), send_s, max(last - first, 1) / 1000, end_to_end_s, base, cpu_s)
             results.append(burst)
             console.print(
                 f"  {processor}: {len(records):,} events sent in {send_s:.2f} s, {count:,} changelog "
                 f"writes over {burst.worker_s:.2f} s, last {burst.end_to_end_s:.2f} s after the first send; "
-                f"baseline {base:.2f} s"
+                f"baseline {base:.2f} s; worker CPU {cpu_s or 0:.2f} s"
             )
     finally:
         await producer.stop()
@@ -476,7 +506,7 @@ def throughput_table(bursts: list[Burst], broker: str) -> Table:
     """Events/s per processor next to the plain read + decode rate of the same records."""
     table = Table(
         title=f"stream processors on {broker}: one pre-encoded burst each; worker = first send → its last "
-        "changelog write; baseline = plain aiokafka read + decode"
+        "changelog write; CPU = the worker's user + system time over the burst; baseline = plain aiokafka read + decode"
     )
     for column in (
         "processor",
@@ -484,6 +514,8 @@ def throughput_table(bursts: list[Burst], broker: str) -> Table:
         "send s",
         "send → last write s",
         "worker ev/s",
+        "worker CPU s",
+        "ev per CPU s",
         "baseline ev/s",
         "× baseline",
     ):
@@ -495,6 +527,8 @@ def throughput_table(bursts: list[Burst], broker: str) -> Table:
             f"{b.send_s:.2f}",
             f"{b.end_to_end_s:.2f}",
             f"{b.events / b.end_to_end_s:,.0f}",
+            "n/a" if b.cpu_s is None else f"{b.cpu_s:.2f}",
+            "n/a" if not b.cpu_s else f"{b.events / b.cpu_s:,.0f}",
             f"{b.events / b.baseline_s:,.0f}",
             f"{b.baseline_s / b.end_to_end_s:.3f}",
         )
@@ -508,6 +542,160 @@ class TimedWorker(Worker):
         started = time.monotonic()
         super().start()
         self.ready_s = time.monotonic() - started
+
+
+# ---- steady -------------------------------------------------------------------------------------------------------
+
+SLICES_PER_S = 20
+"""Each second's heartbeats are sent in this many slices, every agent in one of them, as agents beating at 1 Hz do."""
+
+
+@dataclasses.dataclass
+class Steady:
+    """A steady heartbeat load through a worker: what was sent, how late each row was written, what it cost, and how
+    soon the agents that fell silent were declared dead."""
+
+    agents: int
+    seconds: float
+    sent: int
+    lags_ms: list[int]  # per registry changelog write of an alive agent: its last heartbeat's occurred_at → written
+    cpu_s: float | None
+    silenced: list[Kill]  # killed_ms = the agent's last heartbeat (at or before the moment it fell silent)
+
+
+def heartbeat_record(codec: Any, run: str, agent: str, sequence: int) -> bytes:
+    """An encoded heartbeat of the bench agent `agent` (registered by `burst_records`' registration), now."""
+    beat = AgentHeartbeat(
+        **envelope(f"hb-{run}-{agent}-{sequence}", now_ms()),
+        agent_id=agent,
+        registration_id=f"reg-{agent}",
+        sequence=sequence,
+        status="IDLE",
+        region=REGION,
+        slot=0,
+    )
+    return codec.encode(beat)
+
+
+async def steady(
+    settings: Settings, workdir: Path, agents: int, seconds: float, silenced: int, console: Console
+) -> Steady:
+    """`agents` agents heartbeating at 1 Hz for `seconds` through a worker with the default liveness timeout; the
+    first `silenced` of them fall silent halfway (as if killed -9) and must be declared dead."""
+    worker = TimedWorker(settings.bootstrap, settings.broker, settings.redis_url or "", workdir / "steady")
+    await asyncio.to_thread(worker.start)
+    assert worker.process is not None
+    codec, run = default_codec(), uuid.uuid4().hex[:6]
+    ids = [f"st-{run}-{n}" for n in range(agents)]
+    registrations = [
+        AgentRegistered(
+            **envelope(f"reg-{agent}", now_ms()),
+            agent_id=agent,
+            capabilities=["code"],
+            model="m",
+            brain="scripted",
+            node="n",
+            region=REGION,
+            slot=0,
+        )
+        for agent in ids
+    ]
+    changelog = f"{worker.app_id}-registry-changelog"
+    probe = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, enable_auto_commit=False)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks="all", linger_ms=5)
+    await probe.start()
+    await producer.start()
+    last_beat: dict[str, int] = {}
+    try:
+        async with Collector(settings, REGISTRY, start="end", fetch_max_wait_ms=20) as watch:
+            await asyncio.gather(
+                *[await producer.send(REGISTRY, codec.encode(r), key=r.agent_id.encode()) for r in registrations]
+            )
+            changelog_before = await end_offsets(probe, [changelog])
+            cpu_before, started, sent = cpu_seconds(worker.process.pid), time.monotonic(), 0
+            silent_from, quiet = int(seconds * SLICES_PER_S / 2), ids[:silenced]
+            for tick in range(int(seconds * SLICES_PER_S)):
+                await asyncio.sleep(max(0.0, started + tick / SLICES_PER_S - time.monotonic()))
+                due = ids[tick % SLICES_PER_S :: SLICES_PER_S]
+                beating = due if tick < silent_from else [agent for agent in due if agent not in quiet]
+                pending = []
+                for agent in beating:
+                    pending.append(
+                        await producer.send(HEARTBEATS, heartbeat_record(codec, run, agent, tick), key=agent.encode())
+                    )
+                    last_beat[agent] = now_ms()
+                sent += len(beating)
+                await asyncio.gather(*pending)
+                if tick % (5 * SLICES_PER_S) == 0:
+                    console.print(f"  {tick / SLICES_PER_S:.0f} s: {sent:,} heartbeats sent")
+            cpu_after = cpu_seconds(worker.process.pid)
+            await watch.wait_for(lambda: all(watch.named(AgentDeclaredDead, agent_id=a) for a in quiet), 60)
+            deaths = [watch.named(AgentDeclaredDead, agent_id=agent)[0] for agent in quiet]
+            kills = [
+                Kill(agent, last_beat[agent], death.occurred_at, watch.read_ms[death.event_id])
+                for agent, death in zip(quiet, deaths, strict=True)
+            ]
+            lags = await changelog_lags(settings.bootstrap or "", changelog, changelog_before)
+    finally:
+        await producer.stop()
+        await probe.stop()
+        worker.stop()
+    cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return Steady(agents, seconds, sent, lags, cpu_s, kills)
+
+
+async def changelog_lags(bootstrap: str, topic: str, before: dict[TopicPartition, int]) -> list[int]:
+    """Per write of an alive agent's row to the registry changelog since `before`: written − its last heartbeat."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        after = await end_offsets(consumer, [topic])
+        consumer.assign(list(after))
+        for tp in after:
+            consumer.seek(tp, before.get(tp, 0))
+        left, lags = {tp for tp, end in after.items() if end > before.get(tp, 0)}, []
+        while left:
+            for tp, records in (await consumer.getmany(*left, timeout_ms=500)).items():
+                for record in records:
+                    view = load_value(record.value) if record.value is not None else None
+                    if record.offset < after[tp] and view is not None and view.alive and view.last_sequence >= 0:
+                        lags.append(record.timestamp - view.last_heartbeat_ms)
+                if records and records[-1].offset >= after[tp] - 1:
+                    left.discard(tp)
+        return lags
+    finally:
+        await consumer.stop()
+
+
+def steady_table(run: Steady, broker: str) -> Table:
+    """The worker under a steady heartbeat load: rate, CPU, row lag, and deaths of the agents that fell silent."""
+    table = Table(
+        title=f"steady load on {broker}: {run.agents:,} agents heartbeating at 1 Hz for {run.seconds:.0f} s; "
+        f"{len(run.silenced)} fall silent halfway (timeout {DEFAULT_TIMEOUT_MS} ms, tick 500 ms)"
+    )
+    for column in ("measure", "p50", "p99", "max"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    cpu = "n/a" if run.cpu_s is None else f"{100 * run.cpu_s / run.seconds:.0f} % of a core"
+    table.add_row("heartbeats/s sent", f"{run.sent / run.seconds:,.0f}", "", "")
+    table.add_row("worker CPU over the load", cpu, "", "")
+    table.add_row(
+        "lag ms: heartbeat occurred_at → its row written",
+        *(f"{percentile(run.lags_ms, q):,.0f}" for q in (50, 99, 100)),
+    )
+    if run.silenced:
+        rows = {
+            "last heartbeat → AgentDeclaredDead occurred_at, − timeout, ms": [
+                k.declared_ms - k.killed_ms - DEFAULT_TIMEOUT_MS for k in run.silenced
+            ],
+            "last heartbeat → readable on swarm.agents.registry, − timeout, ms": [
+                k.read_ms - k.killed_ms - DEFAULT_TIMEOUT_MS for k in run.silenced
+            ],
+        }
+        for label, values in rows.items():
+            table.add_row(label, *(f"{percentile(values, q):,.0f}" for q in (50, 99, 100)))
+        within = sum(k.read_ms - k.killed_ms <= DEFAULT_TIMEOUT_MS + 1000 for k in run.silenced)
+        table.add_row("readable within timeout + 1 s", f"{within}/{len(run.silenced)}", "", "")
+    return table
 
 
 # ---- recovery -----------------------------------------------------------------------------------------------------
@@ -605,6 +793,10 @@ async def run_parts(args: argparse.Namespace, parts: set[str], tables: list[Tabl
             tables.append(
                 liveness_table(await liveness(settings, workdir, args.kills, args.agents, console), args.broker)
             )
+        if "steady" in parts:
+            console.print(f"steady: {args.steady_agents:,} agents at 1 Hz for {args.steady_s:.0f} s")
+            run = await steady(settings, workdir, args.steady_agents, args.steady_s, args.silenced, console)
+            tables.append(steady_table(run, args.broker))
         if parts & {"deadlock", "throughput", "recovery"}:
             worker = TimedWorker(
                 broker.bootstrap,
@@ -623,7 +815,10 @@ async def run_parts(args: argparse.Namespace, parts: set[str], tables: list[Tabl
                 if "throughput" in parts:
                     console.print(f"throughput: {args.events:,} events per processor")
                     tables.append(
-                        throughput_table(await throughput(settings, worker, args.events, console), args.broker)
+                        throughput_table(
+                            await throughput(settings, worker, args.events, args.processors.split(","), console),
+                            args.broker,
+                        )
                     )
                 if "recovery" in parts:
                     console.print(f"recovery: {args.restarts} kill -9 + restart")
@@ -641,6 +836,10 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=5, help="agents running at a time in the liveness part")
     parser.add_argument("--rings", type=int, default=30, help="rings of three waits in the deadlock part")
     parser.add_argument("--events", type=int, default=20_000, help="events in each processor's burst")
+    parser.add_argument("--processors", default=",".join(PROCESSORS), help="comma-separated throughput bursts")
+    parser.add_argument("--steady-agents", type=int, default=2000, help="agents heartbeating in the steady part")
+    parser.add_argument("--steady-s", type=float, default=30, help="seconds of steady load")
+    parser.add_argument("--silenced", type=int, default=20, help="agents that fall silent halfway in the steady part")
     parser.add_argument("--restarts", type=int, default=3, help="kill -9 + restart repetitions")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main(parser.parse_args()))

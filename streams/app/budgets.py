@@ -16,7 +16,7 @@ import faust
 
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.records import BudgetWindowSet
+from swarmlog.schemas.records import BudgetWindowSet, TokensUsed
 from swarmlog.streams.alerts import PRODUCER
 from swarmlog.streams.budgets import (
     PROJECTION,
@@ -30,7 +30,8 @@ from swarmlog.streams.budgets import (
 )
 
 from .config import StreamsConfig
-from .expiry import Expiring, InFlight
+from .expiry import InFlight
+from .keyed import CHUNK, CHUNK_S, KeyedRows
 from .records import RawStream, WorkerTopics, now_ms, raw_topic
 from .tables import FoldTable, fold_table
 
@@ -44,7 +45,8 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
     """Add the budget agent, its table and the restore timer to `app`; returns the table."""
     table = fold_table(app, "budgets")
     policy, window_ms = config.budget_policy, config.budget_window_ms
-    expiring = Expiring(app, table, functools.partial(expires_at, window_ms=window_ms))
+    rows = KeyedRows(app, table, PROJECTION.topics, functools.partial(expires_at, window_ms=window_ms))
+    evolve = functools.partial(evolve_usage, window_ms=window_ms)
     in_flight = InFlight(app)
 
     def state(usage: dict[str, AgentUsage]) -> Budgets:
@@ -56,21 +58,16 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
                 await io.send(CONTROL, decision.agent_id, decision)
 
     async def fold(stream: RawStream) -> None:
-        async for record, event in io.decoded(stream):
-            partition, at_ms = record.message.partition, event.occurred_at
-            expiring.drop_expired(partition, at_ms)
-            agent_id = agent_of(event)
-            if agent_id is None:
-                continue
-            before = table.get(agent_id)
-            after = evolve_usage(before, event, window_ms)
-            if after is not None and after != before:
-                expiring.put(partition, agent_id, before, after, at_ms)
-            in_flight.folded(event.event_id)
-            await send(decide_budget(state({agent_id: after} if after else {}), event, policy))
+        async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S):
+            folded = rows.fold_chunk(chunk, agent_of, evolve)
+            for event, _ in folded:
+                in_flight.folded(event.event_id)
+            for event, after in folded:  # each usage decided on the agent's usage right after it
+                if isinstance(event, TokensUsed):
+                    await send(decide_budget(state({event.agent_id: after} if after else {}), event, policy))
 
     async def restore() -> None:
-        await send(decide_budget(state(dict(table.items())), now_ms(), policy))
+        await send(decide_budget(state(rows.items()), now_ms(), policy))
 
     app.agent(raw_topic(app, *PROJECTION.topics), name="budgets")(fold)
     app.timer(config.tick_s, name="budget-restore")(restore)

@@ -1,21 +1,11 @@
-"""What the worker keeps only for a while: the rows of a keyed table until they expire, and the decisions in flight.
+"""What the worker keeps in memory only until the group rebalances: whether it has, and the decisions in flight.
 
-A keyed table (registry, budgets) is partitioned like its topics, and its fold drops, before each event, the rows of
-the event's partition that have expired at the event's time (swarmlog.streams.keyed): the rows the replay drops too,
-folding each partition on its own. Faust writes a row's changelog record to the partition of the event being
-processed, so a row is only ever deleted while an event of its own partition is.
+(The rows of a keyed table, held per partition until a rebalance and dropped as they expire: streams/app/keyed.py.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import faust
-
-from swarmlog.streams.keyed import Expiries
-
-from .tables import FoldTable
 
 
 class Rebalances:
@@ -29,41 +19,6 @@ class Rebalances:
         """Whether a rebalance happened since the last call (or since this was built)."""
         generation, self._generation = self._generation, self._app.consumer_generation_id
         return generation != self._generation
-
-
-class Expiring:
-    """When the rows of a keyed table expire, per partition, kept up as the fold writes; a partition's are read from
-    the table at its first event since the worker started or the group rebalanced."""
-
-    def __init__(self, app: faust.App, table: FoldTable, expires_at: Callable[[Any], int | None]) -> None:
-        self._rebalances, self._table, self._expires_at = Rebalances(app), table, expires_at
-        self._partitions: dict[int, Expiries[Any]] = {}
-
-    def drop_expired(self, partition: int, now_ms: int) -> None:
-        """Delete the rows of `partition` expired at `now_ms` (inside an event of that partition)."""
-        table = self._table
-        for key in self._of(partition).expired(now_ms, table.get):
-            del table[key]
-
-    def put(self, partition: int, key: str, before: Any, after: Any, now_ms: int) -> None:
-        """Write `after` over `before` (None: no row) at `key` of `partition`, or delete the row if `after` has
-        expired at `now_ms` already (inside an event of that partition)."""
-        if self._of(partition).keeps(key, before, after, now_ms):
-            self._table[key] = after
-        elif before is not None:
-            del self._table[key]
-
-    def _of(self, partition: int) -> Expiries[Any]:
-        if self._rebalances.since_asked():
-            self._partitions.clear()
-        if partition not in self._partitions:
-            # Inside an event a RocksDB-backed table reads that event's partition only (Faust keeps a database per
-            # partition), so `key in table` says whether a row is this partition's.
-            table = self._table
-            self._partitions[partition] = Expiries(
-                ((key, value) for key, value in table.items() if key in table), self._expires_at
-            )
-        return self._partitions[partition]
 
 
 class InFlight:

@@ -18,7 +18,8 @@ from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
-from .expiry import Expiring, InFlight
+from .expiry import InFlight
+from .keyed import CHUNK, CHUNK_S, KeyedRows
 from .progress import Progress
 from .records import RawStream, WorkerTopics, now_ms, raw_topic
 from .tables import FoldTable, fold_table
@@ -41,24 +42,17 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
         sensor=io.sensor,
         writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
     )
-    expiring, in_flight = Expiring(app, table, expires_at), InFlight(app)
+    rows, in_flight = KeyedRows(app, table, PROJECTION.topics, expires_at), InFlight(app)
     built, recovered = (
         time.monotonic(),
         list[float](),
     )  # recovery = from building the app to catching up with the inputs
 
     async def fold(stream: RawStream) -> None:
-        async for record, event in io.decoded(stream, progress):  # every record counts, dead-lettered ones too
-            partition, at_ms = record.message.partition, event.occurred_at
-            expiring.drop_expired(partition, at_ms)
-            agent_id = agent_of(event)
-            if agent_id is None:
-                continue
-            before = table.get(agent_id)
-            after = evolve_agent(before, event)
-            if after is not None and after != before:
-                expiring.put(partition, agent_id, before, after, at_ms)
-            in_flight.folded(event.event_id)
+        # Every record counts as folded once its chunk is written, dead-lettered ones too.
+        async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S, progress):
+            for event, _ in rows.fold_chunk(chunk, agent_of, evolve_agent):
+                in_flight.folded(event.event_id)
 
     async def declare_deaths() -> None:
         if not await watch.check(patience_s=config.tick_s * 2) or not progress.caught_up():
@@ -67,7 +61,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
             recovered.append(time.monotonic())
             io.sensor.on_recovered("streams", recovered[0] - built)
         now = now_ms()
-        views = dict(table.items())
+        views = rows.items()
         for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
         if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
@@ -76,7 +70,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
         # then decide for `now` (a heartbeat folded meanwhile only shows an agent alive).
         if not await progress.reaches_broker_end(patience_s=config.tick_s * 2):
             return
-        deaths = decide_liveness(Registry(dict(table.items())), now, config.liveness_timeout_ms, watch.since_ms)
+        deaths = decide_liveness(Registry(rows.items()), now, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
             if in_flight.sending(death.event_id):
                 await io.send(REGISTRY, death.agent_id, death)

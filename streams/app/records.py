@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Collection
 from typing import Any, TypeAlias
 
 import faust
+from faust.streams import _current_event
 from faust.types import TP, EventT, Message
 
 from swarmlog import topics
@@ -37,6 +39,14 @@ RawStream: TypeAlias = faust.StreamT[bytes]
 """A stream of a raw topic, as an agent gets it."""
 RawRecord: TypeAlias = EventT[bytes]
 """One record of a raw stream, with its message (coordinates, key and value bytes)."""
+
+
+def inside(record: RawRecord) -> None:
+    """Make `record` the current event of the running task, so that the tables read and write its partition: Faust
+    picks a table's partition from the current event, which a chunk taken from a stream (`decoded_chunks`) leaves
+    unset. Only the task's context variable is set, as Faust sets it per event: the stream's own `current_event` is
+    what its take buffer reads for the next record, so it is left alone."""
+    _current_event.set(weakref.ref(record))
 
 
 def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
@@ -68,27 +78,19 @@ class WorkerTopics:
         await pending
         self.sensor.on_produced(topic)
 
-    async def decoded(
-        self, stream: RawStream, progress: Progress | None = None
-    ) -> AsyncIterator[tuple[RawRecord, Event]]:
-        """The stream's inputs with their events; any other record goes to the dead letters instead. `progress`
-        hears of every record: of an input once the loop over this is back for the next one, of the rest at once."""
-        async for record in stream.events():
-            event = await self._input(record)
-            if event is not None:
-                yield record, event
-            if progress is not None:
-                progress.processed(record.message.tp, record.message.offset)
-
     async def decoded_chunks(
-        self, stream: RawStream, size: int, within_s: float
+        self, stream: RawStream, size: int, within_s: float, progress: Progress | None = None
     ) -> AsyncIterator[list[tuple[RawRecord, Event]]]:
-        """The stream's inputs with their events in chunks of at most `size` or `within_s` seconds, acknowledged
-        after each chunk (any other record goes to the dead letters instead)."""
+        """The stream's inputs with their events in chunks of at most `size` records or `within_s` seconds (any other
+        record goes to the dead letters instead), acknowledged once the loop over this is back for the next chunk;
+        `progress` hears of every record of a chunk then too."""
         assert isinstance(stream, faust.Stream), "an agent's stream"
         async for records in stream.take_events(size, within_s):
             decoded = [(record, await self._input(record)) for record in records]
             yield [(record, event) for record, event in decoded if event is not None]
+            if progress is not None:
+                for record in records:
+                    progress.processed(record.message.tp, record.message.offset)
 
     async def _input(self, record: RawRecord) -> Event | None:
         """The record's event if it is an input of its topic; else None once it is dead-lettered."""

@@ -1,12 +1,18 @@
-"""Faust's aiokafka transport whose worker consumer long-polls swarmlog's short wait (Faust fixes it at 1.5 s)."""
+"""Faust's aiokafka transport whose worker consumer long-polls swarmlog's short wait (Faust fixes it at 1.5 s), and an
+app whose producer buffers a chunk's table writes without throttling."""
 
 from __future__ import annotations
 
 import aiokafka
 import faust
 from faust.transport.drivers import aiokafka as driver
+from faust.types import ProducerT
 
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+
+BUFFERED_WRITES = 4000
+"""Changelog records the producer buffer holds before Faust stops delivering records until it drains: a few chunks'
+writes (streams/app/keyed.py), where Faust's 100 made each larger chunk flush record by record, warning each time."""
 
 
 class ConsumerThread(driver.AIOKafkaConsumerThread):
@@ -32,7 +38,12 @@ class Transport(driver.Transport):
 
 
 class WorkerApp(faust.App):
-    """The worker's Faust app, on the transport above."""
+    """The worker's Faust app, on the transport above, with a producer buffer of BUFFERED_WRITES."""
 
     def _new_transport(self) -> Transport:
         return Transport(self.conf.broker_consumer, self)
+
+    def _new_producer(self) -> ProducerT:
+        producer = super()._new_producer()
+        producer.buffer.max_messages = BUFFERED_WRITES
+        return producer
