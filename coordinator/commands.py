@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
 
 
@@ -46,6 +47,9 @@ class Decision:
     """The journal events a command produced, in order (their inbox messages follow from them: `inbox.messages`)."""
 
     events: tuple[Event, ...] = ()
+    state: State | None = dataclasses.field(default=None, compare=False)
+    """The state after the events (their fold over the state decided on), so the shell need not fold them again;
+    None when there are none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

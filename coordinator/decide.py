@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator import agents, deadlock, missions, results, starts, voting
+from swarmlog.coordinator import agents, deadlock, missions, results, slots, starts, voting
 from swarmlog.coordinator.commands import Command, Decision, Rejected, Tick
 from swarmlog.coordinator.dispatch import drain
 from swarmlog.coordinator.draft import Draft
@@ -16,6 +16,7 @@ from swarmlog.schemas.records import (
     BudgetRestored,
     DeadlockDetected,
     MissionSubmitted,
+    SlotRequested,
     TaskCompleted,
     TaskFailed,
     TaskReleased,
@@ -36,6 +37,7 @@ INPUTS: tuple[type[Event], ...] = (
     BudgetExceeded,
     BudgetRestored,
     DeadlockDetected,
+    SlotRequested,
 )
 """The input event classes decide takes (besides Tick)."""
 
@@ -57,7 +59,7 @@ def decide(command: Command, state: State) -> Decision | Rejected:
             return rejected
     if draft.events:
         _follow_through(draft)
-    return Decision(tuple(draft.events))
+    return Decision(tuple(draft.events), draft.state if draft.events else None)
 
 
 def _handle(draft: Draft, event: Event) -> Rejected | None:
@@ -87,6 +89,8 @@ def _handle(draft: Draft, event: Event) -> Rejected | None:
             agents.on_budget_restored(draft, event)
         case DeadlockDetected():
             return deadlock.on_detected(draft, event)
+        case SlotRequested():
+            slots.on_requested(draft, event)
     return None
 
 

@@ -29,7 +29,7 @@ def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
 def drain(draft: Draft) -> None:
     """Assign queued attempts, oldest first, where an agent is available for them."""
     for mission_id, task_id, index in draft.state.queue:
-        if not any(routing.available(agent) for agent in draft.state.agents.values()):
+        if not draft.state.idle:
             return
         mission = draft.state.missions[mission_id]
         _assign(draft, mission_id, mission.tasks[task_id], index, mission.replica(task_id, index).attempt)
@@ -53,13 +53,14 @@ def reassign(draft: Draft, key: ReplicaKey, agent_id: str, reason: str) -> None:
 
 def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: int) -> bool:
     """Emit TaskAssigned for this attempt on the best agent; False when none is eligible."""
-    mission = draft.state.missions[mission_id]
-    agents = draft.state.agents.values()
+    mission, state = draft.state.missions[mission_id], draft.state
+    idle = [state.agents[agent_id] for agent_id in state.idle]  # routing considers available agents only
     siblings = _on_siblings(mission, spec, index)
     # Prefer agents that have not failed this replica yet; when none could ever take it, retry on one that did.
-    choice = routing.choose(spec, agents, siblings | mission.replica(spec.task_id, index).tried)
-    if choice is None and not _fresh_capable_agent(spec, agents, siblings | mission.replica(spec.task_id, index).tried):
-        choice = routing.choose(spec, agents, siblings)
+    tried = siblings | mission.replica(spec.task_id, index).tried
+    choice = routing.choose(spec, idle, tried)
+    if choice is None and not _fresh_capable_agent(spec, state.agents.values(), tried):
+        choice = routing.choose(spec, idle, siblings)
     if choice is None:
         return False
     agent, score = choice

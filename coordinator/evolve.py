@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from swarmlog import topics
-from swarmlog.coordinator import plan
+from swarmlog.coordinator import plan, routing
 from swarmlog.coordinator.state import (
     CANCELLED,
     COMPLETED,
     DONE,
     FAILED,
+    FRESH,
     MAX_ATTEMPTS,
     MISSION_FAILED,
     PENDING,
@@ -27,6 +28,7 @@ from swarmlog.coordinator.state import (
     MissionState,
     ReplicaKey,
     State,
+    finished,
     initial,
 )
 from swarmlog.schemas.events import Event
@@ -45,6 +47,7 @@ from swarmlog.schemas.records import (
     MissionRetired,
     PhaseStarted,
     PlanAdopted,
+    SlotAllocated,
     TaskAssigned,
     TaskCancelled,
     TaskQueued,
@@ -54,7 +57,7 @@ from swarmlog.schemas.records import (
     VoteRecorded,
     VoteRequested,
 )
-from swarmlog.streams.persistent import PSet
+from swarmlog.streams.persistent import PMap, PSet, replace
 
 
 class ReplicaEvent(Protocol):
@@ -146,6 +149,9 @@ def _apply(state: State, event: Event) -> State | None:
         case MissionRetired(mission_id=mission_id):
             missions = {key: mission for key, mission in state.missions.items() if key != mission_id}
             return dataclasses.replace(state, missions=missions, retired=PSet(state.retired).add(mission_id))
+        case SlotAllocated(agent_id=agent_id, slot=slot, causation_id=request):
+            requests = state.slot_requests if request is None else {**state.slot_requests, agent_id: request}
+            return dataclasses.replace(state, slots={**state.slots, agent_id: slot}, slot_requests=requests)
         case DeadlockBroken(wait_id=wait_id):
             return dataclasses.replace(state, broken_waits=state.broken_waits | {wait_id})
     return None
@@ -157,17 +163,21 @@ def _note_handled(state: State, event: Event) -> State:
     cause = event.causation_id
     if mission is None or cause is None or cause in mission.handled:
         return state
-    return _put(state, dataclasses.replace(mission, handled=mission.handled | {cause}))
+    return _put(state, replace(mission, handled=PSet(mission.handled).add(cause)))
 
 
 def _put(state: State, mission: MissionState) -> State:
     """The state with one mission replaced."""
-    return dataclasses.replace(state, missions={**state.missions, mission.mission_id: mission})
+    return replace(state, missions={**state.missions, mission.mission_id: mission})
 
 
 def _put_agent(state: State, agent: EnlistedAgent) -> State:
-    """The state with one agent replaced."""
-    return dataclasses.replace(state, agents={**state.agents, agent.agent_id: agent})
+    """The state with one agent replaced (and in `idle` exactly when routing may give it a task)."""
+    agent_id = agent.agent_id
+    idle = state.idle
+    if routing.available(agent) != (agent_id in idle):
+        idle = idle | {agent_id} if agent_id not in idle else idle - {agent_id}
+    return replace(state, agents={**state.agents, agent_id: agent}, idle=idle)
 
 
 def _key(event: ReplicaEvent) -> ReplicaKey:
@@ -179,8 +189,28 @@ def _set_replica(state: State, event: ReplicaEvent, **changes: Any) -> State:
     """The state with one replica of one task changed."""
     mission = state.missions[event.mission_id]
     at = (event.task_id, event.replica)
-    replica = dataclasses.replace(mission.replica(*at), **changes)
-    return _put(state, dataclasses.replace(mission, replicas={**mission.replicas, at: replica}))
+    replica = replace(mission.replica(*at), **changes)
+    return _put(state, _indexed(mission, (event.task_id,), replicas=PMap.of(mission.replicas).set(at, replica)))
+
+
+def _indexed(mission: MissionState, task_ids: Iterable[str], **changes: Any) -> MissionState:
+    """The mission with `changes` and its task indexes (pending, unfinished, failed_tasks) brought up to date for
+    these tasks, in one copy."""
+    replicas, tasks = changes.get("replicas", mission.replicas), changes.get("tasks", mission.tasks)
+    pending, unfinished, failed = mission.pending, mission.unfinished, mission.failed_tasks
+    for task_id in task_ids:
+        statuses = {replicas.get((task_id, index), FRESH).status for index in range(tasks[task_id].replicas)}
+        pending = _member(pending, task_id, PENDING in statuses)
+        unfinished = _member(unfinished, task_id, not finished(statuses))
+        failed = _member(failed, task_id, statuses <= {FAILED})
+    return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed)
+
+
+def _member(tasks: frozenset[str], task_id: str, belongs: bool) -> frozenset[str]:
+    """`tasks` with `task_id` in it exactly when it belongs (the same set when that is already so)."""
+    if belongs == (task_id in tasks):
+        return tasks
+    return tasks | {task_id} if belongs else tasks - {task_id}
 
 
 def _free(state: State, agent_id: str, key: ReplicaKey) -> State:
@@ -199,24 +229,22 @@ def _unqueue(state: State, keep: Callable[[ReplicaKey], bool]) -> State:
 
 def _accepted(state: State, event: MissionAccepted) -> State:
     consensus = event.consensus
-    return _put(
-        state,
-        MissionState(
-            mission_id=event.mission_id,
-            title=event.title,
-            submitted_at=event.submitted_at,
-            deadline_at=event.deadline_at,
-            token_budget=event.token_budget,
-            consensus=ConsensusSpec(consensus.strategy, consensus.window_ms, consensus.quorum),
-            tasks=plan.mission_tasks(event),
-        ),
+    mission = MissionState(
+        mission_id=event.mission_id,
+        title=event.title,
+        submitted_at=event.submitted_at,
+        deadline_at=event.deadline_at,
+        token_budget=event.token_budget,
+        consensus=ConsensusSpec(consensus.strategy, consensus.window_ms, consensus.quorum),
+        tasks=plan.mission_tasks(event),
     )
+    return _put(state, _indexed(mission, mission.tasks))
 
 
 def _plan_adopted(state: State, event: PlanAdopted) -> State:
     mission = state.missions[event.mission_id]
     planned = {record.task_id: plan.from_record(record) for record in event.tasks}
-    return _put(state, dataclasses.replace(mission, tasks={**mission.tasks, **planned}))
+    return _put(state, _indexed(mission, planned, tasks={**mission.tasks, **planned}))
 
 
 def _queued(state: State, event: TaskQueued) -> State:
@@ -242,7 +270,10 @@ def _assigned(state: State, event: TaskAssigned) -> State:
     agent = state.agents.get(agent_id)
     if agent is not None:
         state = _put_agent(state, dataclasses.replace(agent, task=key, load=agent.load + 1))
-    return _unqueue(state, lambda queued: queued != key)
+    if key not in state.queue:
+        return state
+    at = state.queue.index(key)
+    return dataclasses.replace(state, queue=state.queue[:at] + state.queue[at + 1 :])
 
 
 def _reassigned(state: State, event: TaskReassigned) -> State:

@@ -1,4 +1,5 @@
-"""The messages journal events send to agents: partition = the recipient's slot, key = its id."""
+"""The messages journal events send to agents: on the inbox, partition = the recipient's slot, key = its id; a slot
+allocation also goes to swarm.agents.slots, keyed by the agent (its host reads it there, before it has a slot)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ from collections.abc import Iterable
 from swarmlog.coordinator import deadlock
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import DeadlockBroken, TaskAssigned, TaskCancelled, VoteRequested
+from swarmlog.schemas.records import DeadlockBroken, SlotAllocated, TaskAssigned, TaskCancelled, VoteRequested
+from swarmlog.topics import INBOX, SLOTS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Message:
-    """One inbox record: the event, its recipient and the recipient's slot."""
+    """One record for an agent: the event, its recipient, the partition (None: by key) and the topic."""
 
     event: Event
     agent_id: str
-    slot: int
+    slot: int | None
+    topic: str = INBOX
 
 
 def messages(events: Iterable[Event], state: State) -> list[Message]:
@@ -32,6 +35,9 @@ def messages(events: Iterable[Event], state: State) -> list[Message]:
                 message = event
             case DeadlockBroken(waiter_agent_id=agent_id):
                 message = deadlock.answer(event)
+            case SlotAllocated(agent_id=agent_id):
+                found.append(Message(event, agent_id, None, SLOTS))
+                continue
             case _:
                 continue
         found.append(Message(message, agent_id, state.agents[agent_id].slot))

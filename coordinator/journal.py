@@ -13,7 +13,7 @@ Pure: the shell decodes records and hands this module events or the reason they 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from swarmlog.coordinator.evolve import PROJECTION
 from swarmlog.coordinator.state import State
@@ -69,7 +69,9 @@ class FoldedJournal:
     """A prefix of one region's journal, folded: recovery and the live loop advance it with the same `fold`.
 
     `offset` is the last offset read, `tip` the (offset, event id) of the last event that decoded, `last` the events
-    of the last decision (their inbox messages are re-sent after a crash on brokers without transactions).
+    of the last write (their inbox messages are re-sent after a crash: the only ones that may be missing). A write is
+    named by the id its records carry (`write`; a record header); records without one (journals written before writes
+    were named) each belong to their decision, as they did.
     """
 
     state: State
@@ -80,9 +82,11 @@ class FoldedJournal:
     skips: tuple[Skip, ...] = ()
     unreadable: tuple[Unreadable, ...] = ()
     origin: Origin | None = None
+    write: str | None = None
 
-    def fold(self, event: Event, offset: int) -> FoldedJournal:
-        """After one more journal event at `offset`: clock = the latest occurred_at, last = its decision's events.
+    def fold(self, event: Event, offset: int, write: str | None = None) -> FoldedJournal:
+        """After one more journal event at `offset`, of the write named `write`: clock = the latest occurred_at,
+        last = its write's events (its decision's where the write is not named).
 
         A repair changes no state and is not a decision: it only adds to `skips`."""
         tip = (offset, event.event_id)
@@ -97,8 +101,12 @@ class FoldedJournal:
                 (*self.skips, skip),
                 self.unreadable,
                 self.origin,
+                self.write,
             )
-        same = bool(self.last) and self.last[-1].causation_id == event.causation_id
+        if write is None:
+            same = bool(self.last) and self.write is None and self.last[-1].causation_id == event.causation_id
+        else:
+            same = write == self.write
         return FoldedJournal(
             PROJECTION.evolve(self.state, event),
             max(self.clock, event.occurred_at),
@@ -108,6 +116,21 @@ class FoldedJournal:
             self.skips,
             self.unreadable,
             self.origin,
+            write,
+        )
+
+    def written(self, write: str, events: Sequence[Event], offsets: Sequence[int], state: State) -> FoldedJournal:
+        """After this coordinator's own write `write` of decisions' `events` at `offsets`, whose fold over this state
+        is `state` (the decisions'): the same as folding them one by one, without evolving the state again. Never a
+        repair."""
+        return dataclasses.replace(
+            self,
+            state=state,
+            clock=max(self.clock, *(event.occurred_at for event in events)),
+            offset=offsets[-1],
+            last=tuple(events),
+            tip=(offsets[-1], events[-1].event_id),
+            write=write,
         )
 
     def pass_over(self, offset: int, reason: str) -> FoldedJournal:

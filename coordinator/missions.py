@@ -8,8 +8,6 @@ from swarmlog.coordinator import placement, plan, starts, voting
 from swarmlog.coordinator.dispatch import output, route
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
-    DONE,
-    FAILED,
     FINAL_TASK,
     MAX_ATTEMPTS,
     PENDING,
@@ -40,6 +38,8 @@ def on_submitted(draft: Draft, event: MissionSubmitted) -> None:
     if draft.state.known(mission_id):
         return
     region = event.region
+    if region == placement.TOP:
+        return  # the top level's, to split across the regions
     if (region if region in config.regions else placement.owner(mission_id, config.regions)) != config.region:
         return
     reason = _invalid(event, config)
@@ -116,29 +116,32 @@ def _step(draft: Draft, mission: MissionState) -> None:
     elif mission.phase == "CONSENSUS":
         _after_consensus(draft, mission)
     elif mission.phase in _KIND:
-        _run_phase(draft, mission, [spec for spec in mission.tasks.values() if spec.kind == _KIND[mission.phase]])
+        _run_phase(draft, mission, _KIND[mission.phase])
 
 
-def _run_phase(draft: Draft, mission: MissionState, specs: list[TaskSpec]) -> None:
-    """Fail on a task that failed for good, finish the phase when all are done, else route what is ready."""
-    for spec in specs:
-        if all(mission.replica(spec.task_id, i).status == FAILED for i in range(spec.replicas)):
-            fail(draft, mission, f"task {spec.task_id!r} failed on every replica ({MAX_ATTEMPTS} attempts each)")
-            return
-    if all(_finished(mission, spec.task_id) for spec in specs):
+def _run_phase(draft: Draft, mission: MissionState, kind: str) -> None:
+    """Fail on a task that failed for good, finish the phase when all are done, else route what is ready. Reads the
+    mission's task indexes (`pending`, `unfinished`, `failed_tasks`), so a decision costs what is waiting, not every
+    task of the mission."""
+    failed = _in_order(mission, kind, mission.failed_tasks)
+    if failed:
+        fail(draft, mission, f"task {failed[0].task_id!r} failed on every replica ({MAX_ATTEMPTS} attempts each)")
+        return
+    if not any(mission.tasks[task_id].kind == kind for task_id in mission.unfinished):
         _finish_phase(draft, mission)
         return
-    for spec in specs:
-        if all(_finished(mission, dep) for dep in spec.depends_on):
+    for spec in _in_order(mission, kind, mission.pending):
+        if all(mission.finished(dep) for dep in spec.depends_on):
             for index in range(spec.replicas):
                 if mission.replica(spec.task_id, index).status == PENDING:
                     route(draft, mission.mission_id, spec, index)
 
 
-def _finished(mission: MissionState, task_id: str) -> bool:
-    """Whether every replica of a task ended and at least one succeeded."""
-    statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
-    return statuses <= {DONE, FAILED} and DONE in statuses
+def _in_order(mission: MissionState, kind: str, task_ids: frozenset[str]) -> list[TaskSpec]:
+    """The specs of `kind` among `task_ids`, in the mission's task order."""
+    if not any(mission.tasks[task_id].kind == kind for task_id in task_ids):
+        return []
+    return [spec for spec in mission.tasks.values() if spec.kind == kind and spec.task_id in task_ids]
 
 
 def _finish_phase(draft: Draft, mission: MissionState) -> None:

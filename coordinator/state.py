@@ -44,6 +44,8 @@ class Config:
     regions: tuple[str, ...] = ("default",)
     start_timeout_ms: int = START_TIMEOUT_MS
     retain_ended_ms: int = RETAIN_ENDED_MS
+    inbox_partitions: int = 64
+    """The inbox partitions slots are allocated from (the topic's count when the coordinator started)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,6 +94,15 @@ class Replica:
     tried: frozenset[str] = frozenset()
     assigned_at: int = 0
     started: bool = False
+
+
+def finished(statuses: Set[str]) -> bool:
+    """Whether a task whose replicas have these statuses is finished: every one ended, and one succeeded."""
+    return statuses <= {DONE, FAILED} and DONE in statuses
+
+
+FRESH = Replica()
+"""A replica never routed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -145,8 +156,17 @@ class MissionState:
     failed: int = 0
     malformed: int = 0
     agents: frozenset[str] = frozenset()
-    handled: frozenset[str] = frozenset()
+    handled: Set[str] = PSet()
+    """The inputs that caused events of this mission (redeliveries of them are skipped): persistent, so noting one
+    costs O(log n), not a copy of them all."""
     ended_at: int | None = None
+    pending: frozenset[str] = frozenset()
+    """Tasks with a replica waiting to be routed (status PENDING): kept by `evolve`, so deciding scans these, not
+    every task of the mission."""
+    unfinished: frozenset[str] = frozenset()
+    """Tasks not yet finished (see `finished`): kept by `evolve`."""
+    failed_tasks: frozenset[str] = frozenset()
+    """Tasks whose every replica failed for good: kept by `evolve`."""
 
     @property
     def active(self) -> bool:
@@ -155,7 +175,11 @@ class MissionState:
 
     def replica(self, task_id: str, index: int) -> Replica:
         """The replica's record (a fresh one when never assigned)."""
-        return self.replicas.get((task_id, index), Replica())
+        return self.replicas.get((task_id, index), FRESH)
+
+    def finished(self, task_id: str) -> bool:
+        """Whether every replica of a task ended and at least one succeeded."""
+        return finished({self.replica(task_id, i).status for i in range(self.tasks[task_id].replicas)})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -170,6 +194,13 @@ class State:
     retired: Set[str] = PSet()
     """Retired missions' ids: a persistent set, so that retiring one costs O(log n), not a copy of them all."""
     broken_waits: frozenset[str] = frozenset()
+    slots: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """The inbox slot allocated to each agent of the region (SlotAllocated): an agent keeps its slot for good."""
+    slot_requests: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The id of the last SlotRequested answered, per agent (a redelivered request is not answered twice)."""
+    idle: frozenset[str] = frozenset()
+    """The agents that can take a task now (alive, idle, not throttled): kept by `evolve`, so routing scans these,
+    not every enlisted agent."""
 
     def known(self, mission_id: str) -> bool:
         """Whether the mission was ever submitted here: running, ended, rejected or retired."""

@@ -92,7 +92,7 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
     partition = settings.region_names.index(region)
     reading = await read(settings, [JOURNAL], Span(to_offset=snapshot.offset), {JOURNAL: [partition]})
     rebuilt = replay(coordinator, region, settings.region_names, reading.records)
-    live = _with_timeouts_of(snapshot.state, rebuilt.state)
+    live = _with_flags_of(snapshot.state, rebuilt.state)
     return Comparison(
         "coordinator",
         f"snapshot {path} @ offset {snapshot.offset}",
@@ -102,10 +102,14 @@ async def diff_coordinator(settings: Settings, region: str, data_dir: Path) -> C
     )
 
 
-def _with_timeouts_of(live: State, rebuilt: State) -> State:
-    """The live state with the rebuild's timeouts: they are the coordinator's flags, not facts of its journal."""
+def _with_flags_of(live: State, rebuilt: State) -> State:
+    """The live state with the rebuild's timeouts and inbox size: they are the coordinator's flags and what it found
+    at its start, not facts of its journal (each SlotAllocated records the inbox size it was allocated from)."""
     config = dataclasses.replace(
-        live.config, start_timeout_ms=rebuilt.config.start_timeout_ms, retain_ended_ms=rebuilt.config.retain_ended_ms
+        live.config,
+        start_timeout_ms=rebuilt.config.start_timeout_ms,
+        retain_ended_ms=rebuilt.config.retain_ended_ms,
+        inbox_partitions=rebuilt.config.inbox_partitions,
     )
     return dataclasses.replace(live, config=config)
 

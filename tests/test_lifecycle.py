@@ -42,7 +42,16 @@ def test_an_agent_whose_broker_vanished_still_exits_after_sigterm(tmp_path: Path
         env = os.environ | {"SWARMLOG_BROKER": "tansu", "SWARMLOG_BOOTSTRAP": broker.bootstrap}
         log = (tmp_path / "agent.log").open("wb")
         agent = subprocess.Popen(
-            [sys.executable, "-m", "swarmlog", "agent", "lonely", "--brain", "scripted", "--data-dir", str(tmp_path)],
+            [
+                sys.executable,
+                "-m",
+                "swarmlog",
+                "agent",
+                "lonely",
+                *("--slot", "0", "--brain", "scripted"),
+                "--data-dir",
+                str(tmp_path),
+            ],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,22 +1,30 @@
-"""Writing decisions: journal events as one record batch on the region's partition, then their inbox messages."""
+"""Writing decisions: journal events in record batches on the region's partition (a decision never split), then
+their inbox messages, then the inputs' offsets."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+import asyncio
+from asyncio import Future
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from swarmlog.coordinator.inbox import Message
-from swarmlog.coordinator.shell.recovery import JOURNAL
+from swarmlog.coordinator.shell.recovery import JOURNAL, WRITE_HEADER
 from swarmlog.errors import EncodeError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
-from swarmlog.topics import INBOX
+
+RECORD_OVERHEAD_BYTES = 32
+"""An upper bound on a journal record's bytes in a v2 record batch besides its key, value and header."""
+BATCH_OVERHEAD_BYTES = 61
+"""A v2 record batch's own header."""
 
 
 class Delivery:
-    """One unit of work = one Kafka transaction where the producer is transactional, else plain writes and a commit."""
+    """A poll's decisions written journal first: their journal records (one write, named by a header), then their inbox
+    messages, then the inputs' offsets. No transactions: the producer is idempotent where the broker has one."""
 
     def __init__(
         self,
@@ -25,46 +33,75 @@ class Delivery:
         *,
         region: str,
         partition: int,
-        group_id: str,
-        transactional: bool,
+        max_batch_bytes: int,
     ) -> None:
         self._producer = producer
         self._inputs = inputs
         self._key = region.encode()
         self._partition = partition
-        self._group_id = group_id
-        self.transactional = transactional
+        self._max_batch_bytes = max_batch_bytes
+        self._journaled: dict[str, tuple[Event, bytes]] = {}  # this write's journal events and bytes, by id
 
-    @contextlib.asynccontextmanager
-    async def unit(self) -> AsyncIterator[None]:
-        """Everything written inside becomes visible together (Kafka) or in the order written (Tansu)."""
-        if not self.transactional:
-            yield
-            return
-        async with self._producer.raw.transaction():
-            yield
+    async def journal(self, write: str, decisions: Sequence[Sequence[Event]]) -> list[int]:
+        """Append decisions' events as the write named `write`, each decision whole in one record batch (so a crash
+        leaves all or none of it), in as few batches as fit; every event's offset. The batches are sent at once and
+        awaited together."""
+        batches: list[list[bytes]] = [[]]
+        filled = BATCH_OVERHEAD_BYTES  # an upper bound on the last batch's bytes
+        overhead = RECORD_OVERHEAD_BYTES + len(self._key) + len(WRITE_HEADER) + len(write.encode())
+        for events in decisions:
+            encoded = [self._producer.encode_for(JOURNAL, event) for event in events]
+            self._journaled.update(
+                (event.event_id, (event, value)) for event, value in zip(events, encoded, strict=True)
+            )
+            size = sum(len(value) + overhead for value in encoded)
+            if batches[-1] and filled + size > self._max_batch_bytes:
+                batches.append([])
+                filled = BATCH_OVERHEAD_BYTES
+            batches[-1].extend(encoded)
+            filled += size
+        sent = [await self._send_batch(write, values, decisions) for values in batches]
+        firsts = [(await future).offset for future in sent]
+        return [first + index for first, values in zip(firsts, batches, strict=True) for index in range(len(values))]
 
-    async def journal(self, events: Sequence[Event]) -> int:
-        """Append one decision's events as a single record batch, so a crash leaves all or none; the first offset."""
+    async def _send_batch(
+        self, write: str, values: Sequence[bytes], decisions: Sequence[Sequence[Event]]
+    ) -> Future[Any]:
+        """One record batch of journal values of the write on the region's partition; the future of its write."""
         batch = self._producer.raw.create_batch()
-        for event in events:
-            if batch.append(key=self._key, value=self._producer.encode_for(JOURNAL, event), timestamp=None) is None:
+        headers = [(WRITE_HEADER, write.encode())]
+        for value in values:
+            if batch.append(key=self._key, value=value, timestamp=None, headers=headers) is None:
+                causes = ", ".join(events[0].causation_id or "" for events in decisions)
                 raise EncodeError(
-                    f"decision {event.causation_id} ({len(events)} events) does not fit one "
-                    "record batch; raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
+                    f"a decision of {causes} does not fit one record batch ({len(values)} records, "
+                    f"{sum(map(len, values))} bytes, {batch.size()} in the batch so far); raise "
+                    "SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
                 )
-        sent = await self._producer.raw.send_batch(batch, JOURNAL, partition=self._partition)
-        first: int = (await sent).offset
-        return first
+        sent: Future[Any] = await self._producer.raw.send_batch(batch, JOURNAL, partition=self._partition)
+        return sent
 
     async def inbox(self, messages: Sequence[Message]) -> None:
-        """Send each message to its recipient's inbox partition, in order."""
-        for message in messages:
-            await self._producer.send(INBOX, message.event, key=message.agent_id, partition=message.slot)
+        """Send each message to its recipient's inbox partition, or its slot allocation to swarm.agents.slots (in order
+        per partition), then await them all."""
+        sent = [
+            await self._producer.raw.send(
+                message.topic,
+                self._payload(message.event, message.topic),
+                key=message.agent_id.encode(),
+                partition=message.slot,
+            )
+            for message in messages
+        ]
+        self._journaled.clear()
+        await asyncio.gather(*sent)
+
+    def _payload(self, event: Event, topic: str) -> bytes:
+        """The event's bytes: those just journaled when it is a journal event itself (an assignment, a slot
+        allocation), else encoded for its topic."""
+        journaled, value = self._journaled.get(event.event_id, (None, b""))
+        return value if journaled is event else self._producer.encode_for(topic, event)
 
     async def ack(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit the inputs consumed: inside the transaction, or after everything they caused was written."""
-        if self.transactional:
-            await self._producer.raw.send_offsets_to_transaction(offsets, self._group_id)
-        else:
-            await self._inputs.commit(offsets)
+        """Commit the inputs consumed, once everything they caused is written."""
+        await self._inputs.commit(offsets)

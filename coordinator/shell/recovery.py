@@ -25,6 +25,8 @@ from swarmlog.kafka.reading import cluster_id, records_to_end
 from swarmlog.schemas.codec import Codec
 
 [JOURNAL] = PROJECTION.topics  # the one topic the coordinator's state is the fold of
+WRITE_HEADER = "swarmlog-write"
+"""The record header naming the coordinator's write a journal record belongs to (`FoldedJournal.last`)."""
 log = logging.getLogger("swarmlog.coordinator")
 
 
@@ -182,5 +184,10 @@ async def _fold_to_end(
         except DecodeError as error:
             folded = folded.pass_over(record.offset, error.reason)
             continue
-        folded = folded.fold(event, record.offset)
+        folded = folded.fold(event, record.offset, write_of(record.headers))
     return folded
+
+
+def write_of(headers: Sequence[tuple[str, bytes]] | None) -> str | None:
+    """The write a journal record's headers name, or None (a record written before writes were named, or a repair)."""
+    return next((value.decode() for key, value in headers or () if key == WRITE_HEADER), None)

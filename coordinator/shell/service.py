@@ -1,15 +1,15 @@
 """CoordinatorService: one region's coordinator on Kafka: recover from its journal, then decide on every input.
 
-Delivery on Apache Kafka: the records of each poll are decided, and their journal events, inbox messages and input
-offsets are written in ONE transaction (transactional_id swarmlog-coordinator-<region>; starting the producer fences
-a predecessor and aborts its open transaction before recovery reads the journal read_committed).
-
-Delivery on Tansu (no transactions): at least once, per input record and in this order: the decision's journal
-events as one record batch (all or none), then its inbox messages, then the input's offset. Nothing reaches an
-agent that the journal lacks. A crash before the journal write leaves no trace; after it, the redelivered input
-finds its events in the fold (their ids derive from the input's id) and decides nothing, and recovery re-sends the
-inbox messages of the journal's last decision, the only one whose messages may be missing. Agents may thus see an
-inbox message twice and must dedupe by event id and by (task, replica, attempt); no attempt runs twice.
+Delivery, journal first, on both brokers (no transactions; the producer is idempotent on Apache Kafka): the records
+of each poll are decided one after another, and then written in this order: their journal events as one write (each
+decision whole in one record batch, every record naming the write in a header), then their inbox messages (sent
+together, then awaited), then the inputs' offsets. Nothing reaches an agent that the journal lacks. A crash before
+the journal write leaves no trace; after it, the redelivered inputs find their events in the fold (their ids derive
+from the input's id) and decide nothing, and recovery re-sends the inbox messages of the journal's last write, the
+only one whose messages may be missing. Agents may thus see an inbox message twice and must dedupe by event id and
+by (task, replica, attempt); no attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
+(and repairs) are transactions, and one left open by a crash is aborted at start (`_abort_transactions_left_open`).
+Nothing fences a second live coordinator of the region: run one per region (docs/architecture.md).
 
 Ticks: at most one per 250 ms bucket, id tick:<region>:<bucket>, always after the journal's clock, so a tick never
 reuses the event ids of one written before a crash. Time never goes back: now = max(wall clock, journal clock).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -52,6 +53,7 @@ from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
+from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import TaskAssigned, TaskReassigned
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
@@ -61,7 +63,15 @@ LAG_EVERY_S = 1.0
 SNAPSHOT_EVERY_EVENTS = 1_000
 SNAPSHOT_EVERY_S = 60.0
 log = logging.getLogger("swarmlog.coordinator")
-INPUT_TOPICS = (topics.MISSIONS, topics.TASK_EVENTS, topics.VOTES, topics.REGISTRY, topics.CONTROL, topics.ALERTS)
+INPUT_TOPICS = (
+    topics.MISSIONS,
+    topics.TASK_EVENTS,
+    topics.VOTES,
+    topics.REGISTRY,
+    topics.CONTROL,
+    topics.ALERTS,
+    topics.SLOTS,
+)
 
 
 class Client(Protocol):
@@ -105,7 +115,7 @@ class CoordinatorService:
         self._snapshot_dir = (data_dir or settings.cache_dir / "coordinator") / region
         self._recovery_timeout_s = recovery_timeout_s
         self._name = f"swarmlog-coordinator-{region}"
-        self._transactional = idempotence_supported(settings)
+        self._committed_reads = idempotence_supported(settings)  # Kafka: read_committed (repairs are transactions)
         self._codec = codec_for(settings.schema_registry_url)
         self._stack = contextlib.AsyncExitStack()
         self._stopping = asyncio.Event()
@@ -133,20 +143,23 @@ class CoordinatorService:
         return self._folded
 
     async def start(self) -> None:
-        """Recover from the journal (and snapshot), re-send the last decision's messages (Tansu), then consume."""
+        """Recover from the journal (and snapshot), re-send the last write's messages, then consume."""
         if self._task is not None:
             raise RuntimeError(f"{self._name} was already started; make a new CoordinatorService")
         settings, partition = self._settings, self._settings.region_names.index(self._region)
         try:
+            if self._committed_reads:
+                await self._abort_transactions_left_open()
             self._producer = await self._started(
                 EventProducer(
                     settings,
                     client_id=self._name,
-                    transactional_id=self._name if self._transactional else None,
                     max_batch_size=settings.max_message_bytes,
                 )
             )
-            journal = await self._started(reader(settings, f"{self._name}-recovery", self._transactional))
+            journal = await self._started(reader(settings, f"{self._name}-recovery", self._committed_reads))
+            inbox = await self._producer.raw.partitions_for(topics.INBOX)  # slots are allocated from these
+            self._config = dataclasses.replace(self._config, inbox_partitions=len(inbox))
             empty = PROJECTION.initial(self._config)
             started = time.monotonic()
             self._folded = await recover(
@@ -170,11 +183,9 @@ class CoordinatorService:
                 inputs,
                 region=self._region,
                 partition=partition,
-                group_id=self._name,
-                transactional=self._transactional,
+                max_batch_bytes=settings.max_message_bytes,
             )
-            if not self._transactional:
-                await self._delivery.inbox(messages(self._folded.last, self._folded.state))
+            await self._delivery.inbox(messages(self._folded.last, self._folded.state))
             announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
             await announcer.start()
             self._stack.push_async_callback(announcer.stop)  # first to go: the region is unserved before we stop
@@ -206,6 +217,14 @@ class CoordinatorService:
         if self._task.done():
             self._task.result()
 
+    async def _abort_transactions_left_open(self) -> None:
+        """Start and stop a producer with the transactional id this coordinator's journal was once written with
+        (swarmlog-coordinator-<region>): a transaction that an earlier version left open when it died is aborted now,
+        not after the broker's transaction timeout, so read_committed readers of the journal are not held back."""
+        fence = EventProducer(self._settings, client_id=f"{self._name}-fence", transactional_id=self._name)
+        await fence.start()
+        await fence.stop()
+
     async def _started(self, client: C) -> C:
         """A started aiokafka client (or EventProducer), stopped with the service."""
         await client.start()
@@ -221,7 +240,7 @@ class CoordinatorService:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-            isolation_level="read_committed" if self._transactional else "read_uncommitted",
+            isolation_level="read_committed" if self._committed_reads else "read_uncommitted",
         )
         consumer.assign(
             [
@@ -233,26 +252,38 @@ class CoordinatorService:
         return consumer
 
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
-        """Decide on input records (one unit per poll on Kafka, per record on Tansu) and on ticks, until stopped."""
+        """Decide on each poll's input records, write what they decided as one write, and on ticks, until stopped."""
         while not self._stopping.is_set():
             polled = await inputs.getmany(timeout_ms=TICK_MS)
             records = [record for batch in polled.values() for record in batch]  # each partition in offset order
-            units = [records] if self._transactional and records else [[record] for record in records]
-            for unit in units:
-                if self._stopping.is_set():
-                    break  # the rest was not committed: it is read again on the next start
-                async with self._delivery.unit():
-                    for record in unit:
-                        await self._receive(record)
-                    await self._delivery.ack(_next_offsets(unit))
+            if records:
+                await self._write(await self._decide(records))
+                await self._delivery.ack(_next_offsets(records))
             await self._tick()
             await self._report_lag(inputs)
             await self._snapshot_if_due()
 
-    async def _receive(self, record: ConsumerRecord) -> None:
-        """Decide on one input record. One it cannot use (undecodable, or of a kind its topic does not carry) is skipped,
-        and dead-lettered when it is this coordinator's to dead-letter (`_dead_letters`); one the core rejects is
-        dead-lettered with the reason. Either way it counts as read: its offset is committed with the unit."""
+    async def _decide(self, records: list[ConsumerRecord]) -> list[Decision]:
+        """Decide on a poll's records one after another, each on the state its predecessors' decisions led to."""
+        decisions: list[Decision] = []
+        state, clock = self._folded.state, self._folded.clock
+        for record in records:
+            event = await self._input(record)
+            if event is None:
+                continue
+            clock = max(now_ms(), clock)
+            decision = decide(Receive(event, clock), state)
+            if isinstance(decision, Rejected):
+                await self._reject(record, decision)
+            elif decision.state is not None:
+                decisions.append(decision)
+                state = decision.state
+        return decisions
+
+    async def _input(self, record: ConsumerRecord) -> Event | None:
+        """One input record's event, or None when it is not the coordinator's to decide on. One it cannot use
+        (undecodable, or of a kind its topic does not carry) is skipped, and dead-lettered when it is this coordinator's
+        to dead-letter (`_dead_letters`). Either way it counts as read: its offset is committed with its poll's."""
         self._sensor.on_consumed(record.topic)
         event = await decode_or_dead_letter(
             self._codec,
@@ -267,21 +298,21 @@ class CoordinatorService:
             self._sensor.on_decode_failure(record.topic)
             if self._dead_letters(record):
                 self._sensor.on_produced(topics.DEAD_LETTERS)
-            return
+            return None
         if not isinstance(event, INPUTS):
-            return  # carried by its topic for someone else (an agent's control events)
-        decision = decide(Receive(event, max(now_ms(), self._folded.clock)), self._folded.state)
-        if isinstance(decision, Rejected):
-            await send_dead_letter(
-                self._producer,
-                record,
-                InputRejected(decision.reason),
-                self._name,
-                max_message_bytes=self._settings.max_message_bytes,
-            )
-            self._sensor.on_produced(topics.DEAD_LETTERS)
-        else:
-            await self._write(decision)
+            return None  # carried by its topic for someone else (an agent's control events)
+        return event
+
+    async def _reject(self, record: ConsumerRecord, rejected: Rejected) -> None:
+        """Dead-letter an input the core rejected, with the reason."""
+        await send_dead_letter(
+            self._producer,
+            record,
+            InputRejected(rejected.reason),
+            self._name,
+            max_message_bytes=self._settings.max_message_bytes,
+        )
+        self._sensor.on_produced(topics.DEAD_LETTERS)
 
     def _dead_letters(self, record: ConsumerRecord) -> bool:
         """Whether an unusable record is this coordinator's to dead-letter: when its topic's dead letters are the
@@ -303,32 +334,36 @@ class CoordinatorService:
             Tick(max(wall, self._folded.clock), f"tick:{self._region}:{self._last_bucket}", since), self._folded.state
         )
         if isinstance(decision, Decision) and decision.events:
-            async with self._delivery.unit():
-                await self._write(decision)
+            await self._write([decision])
 
-    async def _write(self, decision: Decision) -> None:
-        """Journal the decision's events, fold them, then send their inbox messages."""
-        if not decision.events:
+    async def _write(self, decisions: list[Decision]) -> None:
+        """Journal the decisions' events as one write (named by its first event), fold them, then send their inbox
+        messages all at once and await them together."""
+        if not decisions:
             return
-        first = await self._delivery.journal(decision.events)
-        for index, event in enumerate(decision.events):
-            self._folded = self._folded.fold(event, first + index)
-        outgoing = messages(decision.events, self._folded.state)
+        events = [event for decision in decisions for event in decision.events]
+        write = events[0].event_id
+        offsets = await self._delivery.journal(write, [decision.events for decision in decisions])
+        last = decisions[-1].state
+        assert last is not None, "a decision with events carries the state after them"
+        self._folded = self._folded.written(write, events, offsets, last)
+        outgoing = [m for decision in decisions if decision.state for m in messages(decision.events, decision.state)]
         await self._delivery.inbox(outgoing)
         log.debug(
-            "%s wrote %s at %d; sent %s",
+            "%s wrote %s at %d..%d; sent %s",
             self._name,
-            [e.name for e in decision.events],
-            first,
+            [e.name for e in events],
+            offsets[0],
+            offsets[-1],
             [(m.event.name, m.agent_id, m.slot) for m in outgoing],
         )
-        self._report(decision, len(outgoing))
+        self._report(events, len(outgoing))
 
-    def _report(self, decision: Decision, sent: int) -> None:
-        """Tell the sensor what a written decision did: journal events, inbox messages, assignments, the queue."""
-        self._sensor.on_produced(JOURNAL, len(decision.events))
+    def _report(self, events: list[Event], sent: int) -> None:
+        """Tell the sensor what written decisions did: journal events, inbox messages, assignments, the queue."""
+        self._sensor.on_produced(JOURNAL, len(events))
         self._sensor.on_produced(topics.INBOX, sent)
-        assigned = sum(1 for event in decision.events if isinstance(event, TaskAssigned | TaskReassigned))
+        assigned = sum(1 for event in events if isinstance(event, TaskAssigned | TaskReassigned))
         if assigned:
             self._sensor.on_assigned(self._region, assigned)
         self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
-import zlib
 from pathlib import Path
 from typing import Annotated
 
@@ -60,7 +59,12 @@ def agent(
     gpu: Annotated[int | None, typer.Option(help="The GPU index this agent owns (none: CPU).")] = None,
     node: Node = None,
     region: Region = "region-0",
-    slot: Annotated[int | None, typer.Option(help="Inbox partition (default: crc32(ID) % inbox partitions).")] = None,
+    slot: Annotated[
+        int | None,
+        typer.Option(
+            help="Inbox partition, shared with any agent given the same (default: allocated by the region's coordinator)."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     heartbeat_s: HeartbeatS = 1.0,
     ask_peers: AskPeers = False,
@@ -103,7 +107,9 @@ def fleet(
     ] = None,
     first_slot: Annotated[
         int | None,
-        typer.Option(help="Agent i reads inbox partition first_slot + i (default: crc32(id) % inbox partitions)."),
+        typer.Option(
+            help="Agent i reads inbox partition first_slot + i (default: allocated by the region's coordinator)."
+        ),
     ] = None,
     capabilities: Capabilities = "",
     brain: BrainName = "llamacpp",
@@ -164,10 +170,9 @@ def _settings(bootstrap: str | None, metrics_port: int | None) -> Settings:
     return settings
 
 
-def _slot(settings: Settings, agent_id: str, slot: int | None) -> int:
-    """The agent's inbox partition: the one given, or crc32(id) % inbox partitions; a ConfigError outside them."""
-    slot = zlib.crc32(agent_id.encode()) % settings.inbox_partitions if slot is None else slot
-    if not 0 <= slot < settings.inbox_partitions:
+def _slot(settings: Settings, agent_id: str, slot: int | None) -> int | None:
+    """The agent's inbox partition as given (None: allocated); a ConfigError outside the inbox partitions."""
+    if slot is not None and not 0 <= slot < settings.inbox_partitions:
         raise ConfigError(
             f"slot {slot} of agent {agent_id} is not an inbox partition (0..{settings.inbox_partitions - 1})"
         )

@@ -34,6 +34,7 @@ DEAD_LETTERED_BY = {
     topics.TASK_EVENTS: "coordinator",
     topics.VOTES: "coordinator",
     topics.ALERTS: "coordinator",
+    topics.SLOTS: "coordinator",
     topics.REGISTRY: "streams",
     topics.HEARTBEATS: "streams",
     topics.CONTROL: "streams",

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import uuid
-import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from swarmlog.schemas.records import (
 from swarmlog.settings import Settings
 
 AGENTS = 12
+FIRST_SLOT = 20  # slots given by hand (no coordinator runs here to allocate them): agent n reads 20 + n
 TOPICS = (topics.TASK_EVENTS, topics.REGISTRY, topics.HEARTBEATS)
 
 
@@ -48,7 +48,8 @@ def fleet(settings: Settings, host: str, tmp_path: Path):
 
     def start() -> subprocess.Popen:
         log = open(tmp_path / "fleet.log", "ab")  # noqa: SIM115 - the child owns it
-        command = ["fleet", "--agents", str(AGENTS), "--name", host, "--brain", "scripted", "--model", str(script)]
+        command = ["fleet", "--agents", str(AGENTS), "--name", host, "--first-slot", str(FIRST_SLOT)]
+        command += ["--brain", "scripted", "--model", str(script)]
         processes.append(
             subprocess.Popen(
                 [sys.executable, "-m", "swarmlog", *command, "--data-dir", str(tmp_path), "--heartbeat-s", "0.5"],
@@ -67,8 +68,8 @@ def fleet(settings: Settings, host: str, tmp_path: Path):
 
 
 def slot(settings: Settings, agent_id: str) -> int:
-    """The slot `swarmlog fleet` gives an agent without --first-slot."""
-    return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
+    """The slot the fleet's agent reads."""
+    return FIRST_SLOT + int(agent_id.rsplit("-", 1)[1])
 
 
 def ids(host: str) -> list[str]:

@@ -117,3 +117,30 @@ def test_snapshot_plus_tail_equals_the_whole_fold(garbage_at: list[bool], data: 
         resumed = resumed.pass_over(offset, entry) if isinstance(entry, str) else resumed.fold(entry, offset)
     assert resumed == fold(entries)
     assert resumed.unresolved == ()
+
+
+def test_the_last_write_s_events_are_last_whatever_decisions_it_holds():
+    journal = decisions()
+    # given the enlistment as one write, and the mission's decision and then the enlistment's again as another
+    folded = FoldedJournal(Swarm().start).fold(journal[0], 0, "w1")
+    for offset, event in enumerate([*journal[1:], journal[0]], start=1):
+        folded = folded.fold(event, offset, "w2")
+    # then every event of the second write is last (its messages are re-sent after a crash), across its decisions
+    assert folded.last == (*journal[1:], journal[0]) and folded.write == "w2"
+
+
+def test_records_of_no_named_write_are_grouped_by_their_decision_as_before():
+    journal = decisions()
+    assert fold(journal).last == tuple(e for e in journal if e.causation_id == journal[-1].causation_id)
+    # and the first named write after them starts a group of its own
+    assert fold(journal).fold(journal[0], len(journal), "w").last == (journal[0],)
+
+
+def test_a_write_folded_at_once_equals_its_events_folded_one_by_one():
+    journal = decisions()
+    swarm = Swarm()
+    one_by_one = FoldedJournal(swarm.start)
+    for offset, event in enumerate(journal):
+        one_by_one = one_by_one.fold(event, offset, "w")
+    at_once = FoldedJournal(swarm.start).written("w", journal, range(len(journal)), one_by_one.state)
+    assert at_once == one_by_one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -10,12 +11,15 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from swarmlog.coordinator.inbox import Message
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell import folded as snapshots
+from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import FoldedJournal
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
@@ -115,7 +119,43 @@ async def test_kill_9_three_times_during_a_50_task_mission_doubles_nothing(setti
             assert process.wait(timeout=30) == 0
     assert named(events, MissionCompleted)[0].tasks_completed == 50
     assert_each_attempt_once(events, agents)
-    assert sum(agent.duplicates for agent in agents) <= 3, "only the last decision before a kill is re-sent"
+    resent = sum(agent.duplicates for agent in agents)
+    assert resent <= 3 * len(agents), "only the last write before each kill is re-sent: an assignment per agent at most"
+
+
+async def test_a_crash_between_journal_write_and_inbox_sends_loses_nothing_and_runs_each_task_once(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    mission_id, capability = f"m-{uuid.uuid4().hex[:8]}", f"crash-{uuid.uuid4().hex[:8]}"
+    sends = Delivery.inbox
+
+    async def crash_before_sending_ours(delivery: Delivery, messages: list[Message]) -> None:
+        if any(message.event.mission_id == mission_id for message in messages):
+            raise RuntimeError("the coordinator died after its journal write, before its inbox sends")
+        await sends(delivery, messages)
+
+    async with crew(settings, "region-3", 4, capability, first_slot=34) as agents:
+        monkeypatch.setattr(Delivery, "inbox", crash_before_sending_ours)
+        crashed = CoordinatorService(settings, "region-3", data_dir=tmp_path)
+        await crashed.start()
+        await eventually(lambda: _enlisted(crashed, agents))
+        await submit(settings, mission_id, "region-3", [task(f"t{i}", capability) for i in range(4)])
+        with pytest.raises(RuntimeError, match="before its inbox sends"):
+            await crashed.wait(asyncio.Event())
+        with pytest.raises(RuntimeError):
+            await crashed.stop()
+        assigned = named(await journal(settings, "region-3", mission_id), TaskAssigned)
+        assert len(assigned) == 4 and not any(agent.runs for agent in agents), "journaled, and nothing sent"
+        monkeypatch.undo()
+        async with CoordinatorService(settings, "region-3", data_dir=tmp_path):  # re-sends the last write's messages
+            events = await eventually(lambda: completed(settings, "region-3", mission_id))
+    assert named(events, TaskAssigned)[:4] == assigned, "the redelivered mission decided nothing new"
+    assert_each_attempt_once(events, agents)
+
+
+async def _enlisted(service: CoordinatorService, agents: Sequence[ScriptedAgent]) -> bool:
+    """Whether the coordinator has enlisted every one of the agents."""
+    return all(agent.agent_id in service.folded.state.agents for agent in agents)
 
 
 async def _results_at_least(settings: Settings, mission_id: str, count: int) -> bool:
