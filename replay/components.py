@@ -11,7 +11,7 @@ import msgspec
 
 from swarmlog.actors import domain as agent
 from swarmlog.coordinator import PROJECTION as COORDINATOR
-from swarmlog.coordinator import Config, State
+from swarmlog.coordinator import Config, State, top
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.projection import Projection
 from swarmlog.schemas.records import MissionRetired
@@ -156,6 +156,12 @@ COMPONENTS: dict[str, Component] = {
             agent.PROJECTION,
             lambda agent_id, _: agent.PROJECTION.initial(agent_id),
             key="agent",
+        ),
+        Component(
+            "top",
+            "the top level: missions split across regions, their shares and where they run (swarm.top.journal)",
+            top.PROJECTION,
+            lambda *_: top.PROJECTION.initial(top.Config()),
         ),
     )
 }

@@ -2664,6 +2664,183 @@ def _s17_record1(bytes b, Py_ssize_t p):
 def _s18_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
+    cdef long long _s18_count3
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v7 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    _s18_items2 = []
+    _s18_count3 = b[p]
+    if _s18_count3 < 128:
+        p += 1
+        _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+    else:
+        _s18_count3, p = _long(b, p)
+    while _s18_count3:
+        if _s18_count3 < 0:
+            _s18_count3 = -_s18_count3
+            _, p = _long(b, p)
+        for _ in range(_s18_count3):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s18_item4 = b[p:e].decode('utf-8')
+            p = e
+            _s18_items2.append(_s18_item4)
+        _s18_count3 = b[p]
+        if _s18_count3 < 128:
+            p += 1
+            _s18_count3 = (_s18_count3 >> 1) ^ -(_s18_count3 & 1)
+        else:
+            _s18_count3, p = _long(b, p)
+    v10 = _s18_items2
+    return _records.FinalSharePlaced(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
+
+
+def _s19_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2778,10 +2955,10 @@ def _s18_record1(bytes b, Py_ssize_t p):
     return _records.GroundTruthUpdated(v0, v1, v4, v5, v6, v7, v2, v3), p
 
 
-def _s19_record1(bytes b, Py_ssize_t p):
+def _s20_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s19_count3, _s19_count6
+    cdef long long _s20_count3, _s20_count6
     size = len(b)
     n = b[p]
     if n < 128:
@@ -2880,45 +3057,45 @@ def _s19_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v6 = _int(n)
-    _s19_items2 = []
-    _s19_count3 = b[p]
-    if _s19_count3 < 128:
+    _s20_items2 = []
+    _s20_count3 = b[p]
+    if _s20_count3 < 128:
         p += 1
-        _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+        _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
     else:
-        _s19_count3, p = _long(b, p)
-    while _s19_count3:
-        if _s19_count3 < 0:
-            _s19_count3 = -_s19_count3
+        _s20_count3, p = _long(b, p)
+    while _s20_count3:
+        if _s20_count3 < 0:
+            _s20_count3 = -_s20_count3
             _, p = _long(b, p)
-        for _ in range(_s19_count3):
+        for _ in range(_s20_count3):
             n = b[p]
             if n < 128:
                 p += 1
                 n = (n >> 1) ^ -(n & 1)
             else:
                 n, p = _long(b, p)
-            _s19_item4 = n
-            _s19_items2.append(_s19_item4)
-        _s19_count3 = b[p]
-        if _s19_count3 < 128:
+            _s20_item4 = n
+            _s20_items2.append(_s20_item4)
+        _s20_count3 = b[p]
+        if _s20_count3 < 128:
             p += 1
-            _s19_count3 = (_s19_count3 >> 1) ^ -(_s19_count3 & 1)
+            _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
         else:
-            _s19_count3, p = _long(b, p)
-    v7 = _s19_items2
-    _s19_items5 = []
-    _s19_count6 = b[p]
-    if _s19_count6 < 128:
+            _s20_count3, p = _long(b, p)
+    v7 = _s20_items2
+    _s20_items5 = []
+    _s20_count6 = b[p]
+    if _s20_count6 < 128:
         p += 1
-        _s19_count6 = (_s19_count6 >> 1) ^ -(_s19_count6 & 1)
+        _s20_count6 = (_s20_count6 >> 1) ^ -(_s20_count6 & 1)
     else:
-        _s19_count6, p = _long(b, p)
-    while _s19_count6:
-        if _s19_count6 < 0:
-            _s19_count6 = -_s19_count6
+        _s20_count6, p = _long(b, p)
+    while _s20_count6:
+        if _s20_count6 < 0:
+            _s20_count6 = -_s20_count6
             _, p = _long(b, p)
-        for _ in range(_s19_count6):
+        for _ in range(_s20_count6):
             n = b[p]
             if n < 128:
                 p += 1
@@ -2930,16 +3107,16 @@ def _s19_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s19_item7 = b[p:e].decode('utf-8')
+            _s20_item7 = b[p:e].decode('utf-8')
             p = e
-            _s19_items5.append(_s19_item7)
-        _s19_count6 = b[p]
-        if _s19_count6 < 128:
+            _s20_items5.append(_s20_item7)
+        _s20_count6 = b[p]
+        if _s20_count6 < 128:
             p += 1
-            _s19_count6 = (_s19_count6 >> 1) ^ -(_s19_count6 & 1)
+            _s20_count6 = (_s20_count6 >> 1) ^ -(_s20_count6 & 1)
         else:
-            _s19_count6, p = _long(b, p)
-    v8 = _s19_items5
+            _s20_count6, p = _long(b, p)
+    v8 = _s20_items5
     n = b[p]
     if n < 128:
         p += 1
@@ -2969,13 +3146,13 @@ def _s19_record1(bytes b, Py_ssize_t p):
     return _records.JournalRecordsSkipped(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s20_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s21_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
-def _s20_record5(bytes b, Py_ssize_t p):
+def _s21_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s20_count10, _s20_count7
+    cdef long long _s21_count10, _s21_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3003,18 +3180,18 @@ def _s20_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s20_items6 = []
-    _s20_count7 = b[p]
-    if _s20_count7 < 128:
+    _s21_items6 = []
+    _s21_count7 = b[p]
+    if _s21_count7 < 128:
         p += 1
-        _s20_count7 = (_s20_count7 >> 1) ^ -(_s20_count7 & 1)
+        _s21_count7 = (_s21_count7 >> 1) ^ -(_s21_count7 & 1)
     else:
-        _s20_count7, p = _long(b, p)
-    while _s20_count7:
-        if _s20_count7 < 0:
-            _s20_count7 = -_s20_count7
+        _s21_count7, p = _long(b, p)
+    while _s21_count7:
+        if _s21_count7 < 0:
+            _s21_count7 = -_s21_count7
             _, p = _long(b, p)
-        for _ in range(_s20_count7):
+        for _ in range(_s21_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3026,28 +3203,28 @@ def _s20_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s20_item8 = b[p:e].decode('utf-8')
+            _s21_item8 = b[p:e].decode('utf-8')
             p = e
-            _s20_items6.append(_s20_item8)
-        _s20_count7 = b[p]
-        if _s20_count7 < 128:
+            _s21_items6.append(_s21_item8)
+        _s21_count7 = b[p]
+        if _s21_count7 < 128:
             p += 1
-            _s20_count7 = (_s20_count7 >> 1) ^ -(_s20_count7 & 1)
+            _s21_count7 = (_s21_count7 >> 1) ^ -(_s21_count7 & 1)
         else:
-            _s20_count7, p = _long(b, p)
-    v2 = _s20_items6
-    _s20_items9 = []
-    _s20_count10 = b[p]
-    if _s20_count10 < 128:
+            _s21_count7, p = _long(b, p)
+    v2 = _s21_items6
+    _s21_items9 = []
+    _s21_count10 = b[p]
+    if _s21_count10 < 128:
         p += 1
-        _s20_count10 = (_s20_count10 >> 1) ^ -(_s20_count10 & 1)
+        _s21_count10 = (_s21_count10 >> 1) ^ -(_s21_count10 & 1)
     else:
-        _s20_count10, p = _long(b, p)
-    while _s20_count10:
-        if _s20_count10 < 0:
-            _s20_count10 = -_s20_count10
+        _s21_count10, p = _long(b, p)
+    while _s21_count10:
+        if _s21_count10 < 0:
+            _s21_count10 = -_s21_count10
             _, p = _long(b, p)
-        for _ in range(_s20_count10):
+        for _ in range(_s21_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3059,16 +3236,16 @@ def _s20_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s20_item11 = b[p:e].decode('utf-8')
+            _s21_item11 = b[p:e].decode('utf-8')
             p = e
-            _s20_items9.append(_s20_item11)
-        _s20_count10 = b[p]
-        if _s20_count10 < 128:
+            _s21_items9.append(_s21_item11)
+        _s21_count10 = b[p]
+        if _s21_count10 < 128:
             p += 1
-            _s20_count10 = (_s20_count10 >> 1) ^ -(_s20_count10 & 1)
+            _s21_count10 = (_s21_count10 >> 1) ^ -(_s21_count10 & 1)
         else:
-            _s20_count10, p = _long(b, p)
-    v3 = _s20_items9
+            _s21_count10, p = _long(b, p)
+    v3 = _s21_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -3086,10 +3263,10 @@ def _s20_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s20_record12(bytes b, Py_ssize_t p):
+def _s21_record12(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s20_count14
+    cdef long long _s21_count14
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3104,18 +3281,18 @@ def _s20_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s20_items13 = []
-    _s20_count14 = b[p]
-    if _s20_count14 < 128:
+    _s21_items13 = []
+    _s21_count14 = b[p]
+    if _s21_count14 < 128:
         p += 1
-        _s20_count14 = (_s20_count14 >> 1) ^ -(_s20_count14 & 1)
+        _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
     else:
-        _s20_count14, p = _long(b, p)
-    while _s20_count14:
-        if _s20_count14 < 0:
-            _s20_count14 = -_s20_count14
+        _s21_count14, p = _long(b, p)
+    while _s21_count14:
+        if _s21_count14 < 0:
+            _s21_count14 = -_s21_count14
             _, p = _long(b, p)
-        for _ in range(_s20_count14):
+        for _ in range(_s21_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3127,20 +3304,20 @@ def _s20_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s20_item15 = b[p:e].decode('utf-8')
+            _s21_item15 = b[p:e].decode('utf-8')
             p = e
-            _s20_items13.append(_s20_item15)
-        _s20_count14 = b[p]
-        if _s20_count14 < 128:
+            _s21_items13.append(_s21_item15)
+        _s21_count14 = b[p]
+        if _s21_count14 < 128:
             p += 1
-            _s20_count14 = (_s20_count14 >> 1) ^ -(_s20_count14 & 1)
+            _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
         else:
-            _s20_count14, p = _long(b, p)
-    v1 = _s20_items13
+            _s21_count14, p = _long(b, p)
+    v1 = _s21_items13
     return _records.PlanningSpec(v0, v1), p
 
 
-def _s20_record16(bytes b, Py_ssize_t p):
+def _s21_record16(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3150,7 +3327,7 @@ def _s20_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s20_const17[n >> 1]
+    v0 = _s21_const17[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -3163,10 +3340,10 @@ def _s20_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s20_record18(bytes b, Py_ssize_t p):
+def _s21_record18(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s20_count20
+    cdef long long _s21_count20
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3181,18 +3358,18 @@ def _s20_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s20_items19 = []
-    _s20_count20 = b[p]
-    if _s20_count20 < 128:
+    _s21_items19 = []
+    _s21_count20 = b[p]
+    if _s21_count20 < 128:
         p += 1
-        _s20_count20 = (_s20_count20 >> 1) ^ -(_s20_count20 & 1)
+        _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
     else:
-        _s20_count20, p = _long(b, p)
-    while _s20_count20:
-        if _s20_count20 < 0:
-            _s20_count20 = -_s20_count20
+        _s21_count20, p = _long(b, p)
+    while _s21_count20:
+        if _s21_count20 < 0:
+            _s21_count20 = -_s21_count20
             _, p = _long(b, p)
-        for _ in range(_s20_count20):
+        for _ in range(_s21_count20):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3204,23 +3381,23 @@ def _s20_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s20_item21 = b[p:e].decode('utf-8')
+            _s21_item21 = b[p:e].decode('utf-8')
             p = e
-            _s20_items19.append(_s20_item21)
-        _s20_count20 = b[p]
-        if _s20_count20 < 128:
+            _s21_items19.append(_s21_item21)
+        _s21_count20 = b[p]
+        if _s21_count20 < 128:
             p += 1
-            _s20_count20 = (_s20_count20 >> 1) ^ -(_s20_count20 & 1)
+            _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
         else:
-            _s20_count20, p = _long(b, p)
-    v1 = _s20_items19
+            _s21_count20, p = _long(b, p)
+    v1 = _s21_items19
     return _records.FinalActionSpec(v0, v1), p
 
 
-def _s20_record1(bytes b, Py_ssize_t p):
+def _s21_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s20_count3
+    cdef long long _s21_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3345,27 +3522,27 @@ def _s20_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = n
-    _s20_items2 = []
-    _s20_count3 = b[p]
-    if _s20_count3 < 128:
+    _s21_items2 = []
+    _s21_count3 = b[p]
+    if _s21_count3 < 128:
         p += 1
-        _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
+        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
     else:
-        _s20_count3, p = _long(b, p)
-    while _s20_count3:
-        if _s20_count3 < 0:
-            _s20_count3 = -_s20_count3
+        _s21_count3, p = _long(b, p)
+    while _s21_count3:
+        if _s21_count3 < 0:
+            _s21_count3 = -_s21_count3
             _, p = _long(b, p)
-        for _ in range(_s20_count3):
-            _s20_item4, p = _s20_record5(b, p)
-            _s20_items2.append(_s20_item4)
-        _s20_count3 = b[p]
-        if _s20_count3 < 128:
+        for _ in range(_s21_count3):
+            _s21_item4, p = _s21_record5(b, p)
+            _s21_items2.append(_s21_item4)
+        _s21_count3 = b[p]
+        if _s21_count3 < 128:
             p += 1
-            _s20_count3 = (_s20_count3 >> 1) ^ -(_s20_count3 & 1)
+            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
         else:
-            _s20_count3, p = _long(b, p)
-    v9 = _s20_items2
+            _s21_count3, p = _long(b, p)
+    v9 = _s21_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -3373,10 +3550,10 @@ def _s20_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v10 = None
     elif n == 2:
-        v10, p = _s20_record12(b, p)
+        v10, p = _s21_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v11, p = _s20_record16(b, p)
+    v11, p = _s21_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -3384,7 +3561,7 @@ def _s20_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v12 = None
     elif n == 2:
-        v12, p = _s20_record18(b, p)
+        v12, p = _s21_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -3422,10 +3599,10 @@ def _s20_record1(bytes b, Py_ssize_t p):
     return _records.MissionAccepted(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
 
 
-def _s21_record1(bytes b, Py_ssize_t p):
+def _s22_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count3
+    cdef long long _s22_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3519,18 +3696,18 @@ def _s21_record1(bytes b, Py_ssize_t p):
     p = e
     v6 = _boolean(b[p])
     p += 1
-    _s21_items2 = []
-    _s21_count3 = b[p]
-    if _s21_count3 < 128:
+    _s22_items2 = []
+    _s22_count3 = b[p]
+    if _s22_count3 < 128:
         p += 1
-        _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+        _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
     else:
-        _s21_count3, p = _long(b, p)
-    while _s21_count3:
-        if _s21_count3 < 0:
-            _s21_count3 = -_s21_count3
+        _s22_count3, p = _long(b, p)
+    while _s22_count3:
+        if _s22_count3 < 0:
+            _s22_count3 = -_s22_count3
             _, p = _long(b, p)
-        for _ in range(_s21_count3):
+        for _ in range(_s22_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3542,16 +3719,16 @@ def _s21_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item4 = b[p:e].decode('utf-8')
+            _s22_item4 = b[p:e].decode('utf-8')
             p = e
-            _s21_items2.append(_s21_item4)
-        _s21_count3 = b[p]
-        if _s21_count3 < 128:
+            _s22_items2.append(_s22_item4)
+        _s22_count3 = b[p]
+        if _s22_count3 < 128:
             p += 1
-            _s21_count3 = (_s21_count3 >> 1) ^ -(_s21_count3 & 1)
+            _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
         else:
-            _s21_count3, p = _long(b, p)
-    v7 = _s21_items2
+            _s22_count3, p = _long(b, p)
+    v7 = _s22_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3613,10 +3790,10 @@ def _s21_record1(bytes b, Py_ssize_t p):
     return _records.MissionCompleted(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
-def _s22_record1(bytes b, Py_ssize_t p):
+def _s23_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s22_count3
+    cdef long long _s23_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3721,18 +3898,18 @@ def _s22_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v6 = b[p:e].decode('utf-8')
     p = e
-    _s22_items2 = []
-    _s22_count3 = b[p]
-    if _s22_count3 < 128:
+    _s23_items2 = []
+    _s23_count3 = b[p]
+    if _s23_count3 < 128:
         p += 1
-        _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
+        _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
     else:
-        _s22_count3, p = _long(b, p)
-    while _s22_count3:
-        if _s22_count3 < 0:
-            _s22_count3 = -_s22_count3
+        _s23_count3, p = _long(b, p)
+    while _s23_count3:
+        if _s23_count3 < 0:
+            _s23_count3 = -_s23_count3
             _, p = _long(b, p)
-        for _ in range(_s22_count3):
+        for _ in range(_s23_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3744,16 +3921,16 @@ def _s22_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s22_item4 = b[p:e].decode('utf-8')
+            _s23_item4 = b[p:e].decode('utf-8')
             p = e
-            _s22_items2.append(_s22_item4)
-        _s22_count3 = b[p]
-        if _s22_count3 < 128:
+            _s23_items2.append(_s23_item4)
+        _s23_count3 = b[p]
+        if _s23_count3 < 128:
             p += 1
-            _s22_count3 = (_s22_count3 >> 1) ^ -(_s22_count3 & 1)
+            _s23_count3 = (_s23_count3 >> 1) ^ -(_s23_count3 & 1)
         else:
-            _s22_count3, p = _long(b, p)
-    v7 = _s22_items2
+            _s23_count3, p = _long(b, p)
+    v7 = _s23_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -3815,7 +3992,7 @@ def _s22_record1(bytes b, Py_ssize_t p):
     return _records.MissionFailed(v0, v1, v4, v5, v6, v8, v9, v10, v11, v2, v3, v7, v12, v13, v14), p
 
 
-def _s23_record1(bytes b, Py_ssize_t p):
+def _s24_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3925,7 +4102,7 @@ def _s23_record1(bytes b, Py_ssize_t p):
     return _records.MissionRejected(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s24_record1(bytes b, Py_ssize_t p):
+def _s25_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4029,13 +4206,13 @@ def _s24_record1(bytes b, Py_ssize_t p):
     return _records.MissionRetired(v0, v1, v4, v5, v6, v2, v3), p
 
 
-_s25_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s26_const20 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
-def _s25_record5(bytes b, Py_ssize_t p):
+def _s26_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s25_count10, _s25_count7
+    cdef long long _s26_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4063,18 +4240,18 @@ def _s25_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s25_items6 = []
-    _s25_count7 = b[p]
-    if _s25_count7 < 128:
+    _s26_items6 = []
+    _s26_count7 = b[p]
+    if _s26_count7 < 128:
         p += 1
-        _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
+        _s26_count7 = (_s26_count7 >> 1) ^ -(_s26_count7 & 1)
     else:
-        _s25_count7, p = _long(b, p)
-    while _s25_count7:
-        if _s25_count7 < 0:
-            _s25_count7 = -_s25_count7
+        _s26_count7, p = _long(b, p)
+    while _s26_count7:
+        if _s26_count7 < 0:
+            _s26_count7 = -_s26_count7
             _, p = _long(b, p)
-        for _ in range(_s25_count7):
+        for _ in range(_s26_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4086,28 +4263,69 @@ def _s25_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s25_item8 = b[p:e].decode('utf-8')
+            _s26_item8 = b[p:e].decode('utf-8')
             p = e
-            _s25_items6.append(_s25_item8)
-        _s25_count7 = b[p]
-        if _s25_count7 < 128:
+            _s26_items6.append(_s26_item8)
+        _s26_count7 = b[p]
+        if _s26_count7 < 128:
             p += 1
-            _s25_count7 = (_s25_count7 >> 1) ^ -(_s25_count7 & 1)
+            _s26_count7 = (_s26_count7 >> 1) ^ -(_s26_count7 & 1)
         else:
-            _s25_count7, p = _long(b, p)
-    v2 = _s25_items6
-    _s25_items9 = []
-    _s25_count10 = b[p]
-    if _s25_count10 < 128:
+            _s26_count7, p = _long(b, p)
+    v2 = _s26_items6
+    n = b[p]
+    if n < 128:
         p += 1
-        _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
+        n = (n >> 1) ^ -(n & 1)
     else:
-        _s25_count10, p = _long(b, p)
-    while _s25_count10:
-        if _s25_count10 < 0:
-            _s25_count10 = -_s25_count10
+        n, p = _long(b, p)
+    v3 = _int(n)
+    return _records.SharePlan(v0, v1, v2, v3), p
+
+
+def _s26_record12(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s26_count14, _s26_count17
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v1 = b[p:e].decode('utf-8')
+    p = e
+    _s26_items13 = []
+    _s26_count14 = b[p]
+    if _s26_count14 < 128:
+        p += 1
+        _s26_count14 = (_s26_count14 >> 1) ^ -(_s26_count14 & 1)
+    else:
+        _s26_count14, p = _long(b, p)
+    while _s26_count14:
+        if _s26_count14 < 0:
+            _s26_count14 = -_s26_count14
             _, p = _long(b, p)
-        for _ in range(_s25_count10):
+        for _ in range(_s26_count14):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4119,16 +4337,49 @@ def _s25_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s25_item11 = b[p:e].decode('utf-8')
+            _s26_item15 = b[p:e].decode('utf-8')
             p = e
-            _s25_items9.append(_s25_item11)
-        _s25_count10 = b[p]
-        if _s25_count10 < 128:
+            _s26_items13.append(_s26_item15)
+        _s26_count14 = b[p]
+        if _s26_count14 < 128:
             p += 1
-            _s25_count10 = (_s25_count10 >> 1) ^ -(_s25_count10 & 1)
+            _s26_count14 = (_s26_count14 >> 1) ^ -(_s26_count14 & 1)
         else:
-            _s25_count10, p = _long(b, p)
-    v3 = _s25_items9
+            _s26_count14, p = _long(b, p)
+    v2 = _s26_items13
+    _s26_items16 = []
+    _s26_count17 = b[p]
+    if _s26_count17 < 128:
+        p += 1
+        _s26_count17 = (_s26_count17 >> 1) ^ -(_s26_count17 & 1)
+    else:
+        _s26_count17, p = _long(b, p)
+    while _s26_count17:
+        if _s26_count17 < 0:
+            _s26_count17 = -_s26_count17
+            _, p = _long(b, p)
+        for _ in range(_s26_count17):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s26_item18 = b[p:e].decode('utf-8')
+            p = e
+            _s26_items16.append(_s26_item18)
+        _s26_count17 = b[p]
+        if _s26_count17 < 128:
+            p += 1
+            _s26_count17 = (_s26_count17 >> 1) ^ -(_s26_count17 & 1)
+        else:
+            _s26_count17, p = _long(b, p)
+    v3 = _s26_items16
     n = b[p]
     if n < 128:
         p += 1
@@ -4146,61 +4397,7 @@ def _s25_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s25_record12(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    cdef long long _s25_count14
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    _s25_items13 = []
-    _s25_count14 = b[p]
-    if _s25_count14 < 128:
-        p += 1
-        _s25_count14 = (_s25_count14 >> 1) ^ -(_s25_count14 & 1)
-    else:
-        _s25_count14, p = _long(b, p)
-    while _s25_count14:
-        if _s25_count14 < 0:
-            _s25_count14 = -_s25_count14
-            _, p = _long(b, p)
-        for _ in range(_s25_count14):
-            n = b[p]
-            if n < 128:
-                p += 1
-                if n & 1:
-                    raise ValueError('negative length')
-                e = p + (n >> 1)
-            else:
-                n, p = _long(b, p)
-                e = _length(n, p, size)
-            if e > size:
-                raise ValueError('length past the payload')
-            _s25_item15 = b[p:e].decode('utf-8')
-            p = e
-            _s25_items13.append(_s25_item15)
-        _s25_count14 = b[p]
-        if _s25_count14 < 128:
-            p += 1
-            _s25_count14 = (_s25_count14 >> 1) ^ -(_s25_count14 & 1)
-        else:
-            _s25_count14, p = _long(b, p)
-    v1 = _s25_items13
-    return _records.PlanningSpec(v0, v1), p
-
-
-def _s25_record16(bytes b, Py_ssize_t p):
+def _s26_record19(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4210,7 +4407,7 @@ def _s25_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s25_const17[n >> 1]
+    v0 = _s26_const20[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4223,10 +4420,10 @@ def _s25_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s25_record18(bytes b, Py_ssize_t p):
+def _s26_record21(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s25_count20
+    cdef long long _s26_count23
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4241,18 +4438,18 @@ def _s25_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s25_items19 = []
-    _s25_count20 = b[p]
-    if _s25_count20 < 128:
+    _s26_items22 = []
+    _s26_count23 = b[p]
+    if _s26_count23 < 128:
         p += 1
-        _s25_count20 = (_s25_count20 >> 1) ^ -(_s25_count20 & 1)
+        _s26_count23 = (_s26_count23 >> 1) ^ -(_s26_count23 & 1)
     else:
-        _s25_count20, p = _long(b, p)
-    while _s25_count20:
-        if _s25_count20 < 0:
-            _s25_count20 = -_s25_count20
+        _s26_count23, p = _long(b, p)
+    while _s26_count23:
+        if _s26_count23 < 0:
+            _s26_count23 = -_s26_count23
             _, p = _long(b, p)
-        for _ in range(_s25_count20):
+        for _ in range(_s26_count23):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4264,23 +4461,487 @@ def _s25_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s25_item21 = b[p:e].decode('utf-8')
+            _s26_item24 = b[p:e].decode('utf-8')
             p = e
-            _s25_items19.append(_s25_item21)
-        _s25_count20 = b[p]
-        if _s25_count20 < 128:
+            _s26_items22.append(_s26_item24)
+        _s26_count23 = b[p]
+        if _s26_count23 < 128:
             p += 1
-            _s25_count20 = (_s25_count20 >> 1) ^ -(_s25_count20 & 1)
+            _s26_count23 = (_s26_count23 >> 1) ^ -(_s26_count23 & 1)
         else:
-            _s25_count20, p = _long(b, p)
-    v1 = _s25_items19
+            _s26_count23, p = _long(b, p)
+    v1 = _s26_items22
     return _records.FinalActionSpec(v0, v1), p
 
 
-def _s25_record1(bytes b, Py_ssize_t p):
+def _s26_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s25_count3
+    cdef long long _s26_count10, _s26_count3
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = n
+    _s26_items2 = []
+    _s26_count3 = b[p]
+    if _s26_count3 < 128:
+        p += 1
+        _s26_count3 = (_s26_count3 >> 1) ^ -(_s26_count3 & 1)
+    else:
+        _s26_count3, p = _long(b, p)
+    while _s26_count3:
+        if _s26_count3 < 0:
+            _s26_count3 = -_s26_count3
+            _, p = _long(b, p)
+        for _ in range(_s26_count3):
+            _s26_item4, p = _s26_record5(b, p)
+            _s26_items2.append(_s26_item4)
+        _s26_count3 = b[p]
+        if _s26_count3 < 128:
+            p += 1
+            _s26_count3 = (_s26_count3 >> 1) ^ -(_s26_count3 & 1)
+        else:
+            _s26_count3, p = _long(b, p)
+    v8 = _s26_items2
+    _s26_items9 = []
+    _s26_count10 = b[p]
+    if _s26_count10 < 128:
+        p += 1
+        _s26_count10 = (_s26_count10 >> 1) ^ -(_s26_count10 & 1)
+    else:
+        _s26_count10, p = _long(b, p)
+    while _s26_count10:
+        if _s26_count10 < 0:
+            _s26_count10 = -_s26_count10
+            _, p = _long(b, p)
+        for _ in range(_s26_count10):
+            _s26_item11, p = _s26_record12(b, p)
+            _s26_items9.append(_s26_item11)
+        _s26_count10 = b[p]
+        if _s26_count10 < 128:
+            p += 1
+            _s26_count10 = (_s26_count10 >> 1) ^ -(_s26_count10 & 1)
+        else:
+            _s26_count10, p = _long(b, p)
+    v9 = _s26_items9
+    v10, p = _s26_record19(b, p)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v11 = None
+    elif n == 2:
+        v11, p = _s26_record21(b, p)
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v12 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v12 = n
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v13 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v13 = n
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v14 = b[p:e].decode('utf-8')
+    p = e
+    return _records.MissionSplit(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
+
+
+_s27_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+
+
+def _s27_record5(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s27_count10, _s27_count7
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v1 = b[p:e].decode('utf-8')
+    p = e
+    _s27_items6 = []
+    _s27_count7 = b[p]
+    if _s27_count7 < 128:
+        p += 1
+        _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+    else:
+        _s27_count7, p = _long(b, p)
+    while _s27_count7:
+        if _s27_count7 < 0:
+            _s27_count7 = -_s27_count7
+            _, p = _long(b, p)
+        for _ in range(_s27_count7):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s27_item8 = b[p:e].decode('utf-8')
+            p = e
+            _s27_items6.append(_s27_item8)
+        _s27_count7 = b[p]
+        if _s27_count7 < 128:
+            p += 1
+            _s27_count7 = (_s27_count7 >> 1) ^ -(_s27_count7 & 1)
+        else:
+            _s27_count7, p = _long(b, p)
+    v2 = _s27_items6
+    _s27_items9 = []
+    _s27_count10 = b[p]
+    if _s27_count10 < 128:
+        p += 1
+        _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
+    else:
+        _s27_count10, p = _long(b, p)
+    while _s27_count10:
+        if _s27_count10 < 0:
+            _s27_count10 = -_s27_count10
+            _, p = _long(b, p)
+        for _ in range(_s27_count10):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s27_item11 = b[p:e].decode('utf-8')
+            p = e
+            _s27_items9.append(_s27_item11)
+        _s27_count10 = b[p]
+        if _s27_count10 < 128:
+            p += 1
+            _s27_count10 = (_s27_count10 >> 1) ^ -(_s27_count10 & 1)
+        else:
+            _s27_count10, p = _long(b, p)
+    v3 = _s27_items9
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v4 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v5 = _int(n)
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
+
+
+def _s27_record12(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s27_count14
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    _s27_items13 = []
+    _s27_count14 = b[p]
+    if _s27_count14 < 128:
+        p += 1
+        _s27_count14 = (_s27_count14 >> 1) ^ -(_s27_count14 & 1)
+    else:
+        _s27_count14, p = _long(b, p)
+    while _s27_count14:
+        if _s27_count14 < 0:
+            _s27_count14 = -_s27_count14
+            _, p = _long(b, p)
+        for _ in range(_s27_count14):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s27_item15 = b[p:e].decode('utf-8')
+            p = e
+            _s27_items13.append(_s27_item15)
+        _s27_count14 = b[p]
+        if _s27_count14 < 128:
+            p += 1
+            _s27_count14 = (_s27_count14 >> 1) ^ -(_s27_count14 & 1)
+        else:
+            _s27_count14, p = _long(b, p)
+    v1 = _s27_items13
+    return _records.PlanningSpec(v0, v1), p
+
+
+def _s27_record16(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v0 = _s27_const17[n >> 1]
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    v2, = _double(b, p)
+    p += 8
+    return _records.ConsensusSpec(v0, v1, v2), p
+
+
+def _s27_record18(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s27_count20
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    _s27_items19 = []
+    _s27_count20 = b[p]
+    if _s27_count20 < 128:
+        p += 1
+        _s27_count20 = (_s27_count20 >> 1) ^ -(_s27_count20 & 1)
+    else:
+        _s27_count20, p = _long(b, p)
+    while _s27_count20:
+        if _s27_count20 < 0:
+            _s27_count20 = -_s27_count20
+            _, p = _long(b, p)
+        for _ in range(_s27_count20):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s27_item21 = b[p:e].decode('utf-8')
+            p = e
+            _s27_items19.append(_s27_item21)
+        _s27_count20 = b[p]
+        if _s27_count20 < 128:
+            p += 1
+            _s27_count20 = (_s27_count20 >> 1) ^ -(_s27_count20 & 1)
+        else:
+            _s27_count20, p = _long(b, p)
+    v1 = _s27_items19
+    return _records.FinalActionSpec(v0, v1), p
+
+
+def _s27_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s27_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4407,27 +5068,27 @@ def _s25_record1(bytes b, Py_ssize_t p):
         p = e
     else:
         raise ValueError(f'union index byte {n}')
-    _s25_items2 = []
-    _s25_count3 = b[p]
-    if _s25_count3 < 128:
+    _s27_items2 = []
+    _s27_count3 = b[p]
+    if _s27_count3 < 128:
         p += 1
-        _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
+        _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
     else:
-        _s25_count3, p = _long(b, p)
-    while _s25_count3:
-        if _s25_count3 < 0:
-            _s25_count3 = -_s25_count3
+        _s27_count3, p = _long(b, p)
+    while _s27_count3:
+        if _s27_count3 < 0:
+            _s27_count3 = -_s27_count3
             _, p = _long(b, p)
-        for _ in range(_s25_count3):
-            _s25_item4, p = _s25_record5(b, p)
-            _s25_items2.append(_s25_item4)
-        _s25_count3 = b[p]
-        if _s25_count3 < 128:
+        for _ in range(_s27_count3):
+            _s27_item4, p = _s27_record5(b, p)
+            _s27_items2.append(_s27_item4)
+        _s27_count3 = b[p]
+        if _s27_count3 < 128:
             p += 1
-            _s25_count3 = (_s25_count3 >> 1) ^ -(_s25_count3 & 1)
+            _s27_count3 = (_s27_count3 >> 1) ^ -(_s27_count3 & 1)
         else:
-            _s25_count3, p = _long(b, p)
-    v8 = _s25_items2
+            _s27_count3, p = _long(b, p)
+    v8 = _s27_items2
     n = b[p]
     p += 1
     if n > 127:
@@ -4435,10 +5096,10 @@ def _s25_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v9 = None
     elif n == 2:
-        v9, p = _s25_record12(b, p)
+        v9, p = _s27_record12(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v10, p = _s25_record16(b, p)
+    v10, p = _s27_record16(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -4446,7 +5107,7 @@ def _s25_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s25_record18(b, p)
+        v11, p = _s27_record18(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -4497,7 +5158,7 @@ def _s25_record1(bytes b, Py_ssize_t p):
     return _records.MissionSubmitted(v0, v1, v4, v5, v6, v2, v3, v7, v8, v9, v10, v11, v12, v13, v14), p
 
 
-def _s26_record1(bytes b, Py_ssize_t p):
+def _s28_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4664,7 +5325,7 @@ def _s26_record1(bytes b, Py_ssize_t p):
     return _records.PeerAnswered(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
 
 
-def _s27_record1(bytes b, Py_ssize_t p):
+def _s29_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4851,10 +5512,10 @@ def _s27_record1(bytes b, Py_ssize_t p):
     return _records.PeerQuestion(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10, v11), p
 
 
-_s28_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
+_s30_const2 = ('PLANNING', 'WORK', 'CONSENSUS', 'FINAL')
 
 
-def _s28_record1(bytes b, Py_ssize_t p):
+def _s30_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4954,14 +5615,14 @@ def _s28_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v6 = _s28_const2[n >> 1]
+    v6 = _s30_const2[n >> 1]
     return _records.PhaseStarted(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s29_record5(bytes b, Py_ssize_t p):
+def _s31_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s29_count10, _s29_count7
+    cdef long long _s31_count10, _s31_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4989,18 +5650,18 @@ def _s29_record5(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v1 = b[p:e].decode('utf-8')
     p = e
-    _s29_items6 = []
-    _s29_count7 = b[p]
-    if _s29_count7 < 128:
+    _s31_items6 = []
+    _s31_count7 = b[p]
+    if _s31_count7 < 128:
         p += 1
-        _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
+        _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
     else:
-        _s29_count7, p = _long(b, p)
-    while _s29_count7:
-        if _s29_count7 < 0:
-            _s29_count7 = -_s29_count7
+        _s31_count7, p = _long(b, p)
+    while _s31_count7:
+        if _s31_count7 < 0:
+            _s31_count7 = -_s31_count7
             _, p = _long(b, p)
-        for _ in range(_s29_count7):
+        for _ in range(_s31_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5012,28 +5673,28 @@ def _s29_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s29_item8 = b[p:e].decode('utf-8')
+            _s31_item8 = b[p:e].decode('utf-8')
             p = e
-            _s29_items6.append(_s29_item8)
-        _s29_count7 = b[p]
-        if _s29_count7 < 128:
+            _s31_items6.append(_s31_item8)
+        _s31_count7 = b[p]
+        if _s31_count7 < 128:
             p += 1
-            _s29_count7 = (_s29_count7 >> 1) ^ -(_s29_count7 & 1)
+            _s31_count7 = (_s31_count7 >> 1) ^ -(_s31_count7 & 1)
         else:
-            _s29_count7, p = _long(b, p)
-    v2 = _s29_items6
-    _s29_items9 = []
-    _s29_count10 = b[p]
-    if _s29_count10 < 128:
+            _s31_count7, p = _long(b, p)
+    v2 = _s31_items6
+    _s31_items9 = []
+    _s31_count10 = b[p]
+    if _s31_count10 < 128:
         p += 1
-        _s29_count10 = (_s29_count10 >> 1) ^ -(_s29_count10 & 1)
+        _s31_count10 = (_s31_count10 >> 1) ^ -(_s31_count10 & 1)
     else:
-        _s29_count10, p = _long(b, p)
-    while _s29_count10:
-        if _s29_count10 < 0:
-            _s29_count10 = -_s29_count10
+        _s31_count10, p = _long(b, p)
+    while _s31_count10:
+        if _s31_count10 < 0:
+            _s31_count10 = -_s31_count10
             _, p = _long(b, p)
-        for _ in range(_s29_count10):
+        for _ in range(_s31_count10):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5045,16 +5706,16 @@ def _s29_record5(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s29_item11 = b[p:e].decode('utf-8')
+            _s31_item11 = b[p:e].decode('utf-8')
             p = e
-            _s29_items9.append(_s29_item11)
-        _s29_count10 = b[p]
-        if _s29_count10 < 128:
+            _s31_items9.append(_s31_item11)
+        _s31_count10 = b[p]
+        if _s31_count10 < 128:
             p += 1
-            _s29_count10 = (_s29_count10 >> 1) ^ -(_s29_count10 & 1)
+            _s31_count10 = (_s31_count10 >> 1) ^ -(_s31_count10 & 1)
         else:
-            _s29_count10, p = _long(b, p)
-    v3 = _s29_items9
+            _s31_count10, p = _long(b, p)
+    v3 = _s31_items9
     n = b[p]
     if n < 128:
         p += 1
@@ -5072,10 +5733,10 @@ def _s29_record5(bytes b, Py_ssize_t p):
     return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
 
 
-def _s29_record1(bytes b, Py_ssize_t p):
+def _s31_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s29_count3
+    cdef long long _s31_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5167,31 +5828,31 @@ def _s29_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v5 = b[p:e].decode('utf-8')
     p = e
-    _s29_items2 = []
-    _s29_count3 = b[p]
-    if _s29_count3 < 128:
+    _s31_items2 = []
+    _s31_count3 = b[p]
+    if _s31_count3 < 128:
         p += 1
-        _s29_count3 = (_s29_count3 >> 1) ^ -(_s29_count3 & 1)
+        _s31_count3 = (_s31_count3 >> 1) ^ -(_s31_count3 & 1)
     else:
-        _s29_count3, p = _long(b, p)
-    while _s29_count3:
-        if _s29_count3 < 0:
-            _s29_count3 = -_s29_count3
+        _s31_count3, p = _long(b, p)
+    while _s31_count3:
+        if _s31_count3 < 0:
+            _s31_count3 = -_s31_count3
             _, p = _long(b, p)
-        for _ in range(_s29_count3):
-            _s29_item4, p = _s29_record5(b, p)
-            _s29_items2.append(_s29_item4)
-        _s29_count3 = b[p]
-        if _s29_count3 < 128:
+        for _ in range(_s31_count3):
+            _s31_item4, p = _s31_record5(b, p)
+            _s31_items2.append(_s31_item4)
+        _s31_count3 = b[p]
+        if _s31_count3 < 128:
             p += 1
-            _s29_count3 = (_s29_count3 >> 1) ^ -(_s29_count3 & 1)
+            _s31_count3 = (_s31_count3 >> 1) ^ -(_s31_count3 & 1)
         else:
-            _s29_count3, p = _long(b, p)
-    v6 = _s29_items2
+            _s31_count3, p = _long(b, p)
+    v6 = _s31_items2
     return _records.PlanAdopted(v0, v1, v4, v5, v6, v2, v3), p
 
 
-def _s30_record1(bytes b, Py_ssize_t p):
+def _s32_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5304,7 +5965,378 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return _records.ResyncRequested(v0, v1, v4, v5, v2, v3, v6), p
 
 
-def _s31_record1(bytes b, Py_ssize_t p):
+def _s33_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s33_count3
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v7 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v8 = b[p:e].decode('utf-8')
+    p = e
+    v9 = _boolean(b[p])
+    p += 1
+    _s33_items2 = []
+    _s33_count3 = b[p]
+    if _s33_count3 < 128:
+        p += 1
+        _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
+    else:
+        _s33_count3, p = _long(b, p)
+    while _s33_count3:
+        if _s33_count3 < 0:
+            _s33_count3 = -_s33_count3
+            _, p = _long(b, p)
+        for _ in range(_s33_count3):
+            n = b[p]
+            if n < 128:
+                p += 1
+                if n & 1:
+                    raise ValueError('negative length')
+                e = p + (n >> 1)
+            else:
+                n, p = _long(b, p)
+                e = _length(n, p, size)
+            if e > size:
+                raise ValueError('length past the payload')
+            _s33_item4 = b[p:e].decode('utf-8')
+            p = e
+            _s33_items2.append(_s33_item4)
+        _s33_count3 = b[p]
+        if _s33_count3 < 128:
+            p += 1
+            _s33_count3 = (_s33_count3 >> 1) ^ -(_s33_count3 & 1)
+        else:
+            _s33_count3, p = _long(b, p)
+    v10 = _s33_items2
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v11 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v11 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v12 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v13 = n
+    return _records.ShareCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10, v11, v12, v13), p
+
+
+def _s34_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v8 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v10 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v11 = b[p:e].decode('utf-8')
+    p = e
+    return _records.ShareMoved(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3), p
+
+
+def _s35_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5428,7 +6460,7 @@ def _s31_record1(bytes b, Py_ssize_t p):
     return _records.SlotAllocated(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s32_record1(bytes b, Py_ssize_t p):
+def _s36_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5551,13 +6583,13 @@ def _s32_record1(bytes b, Py_ssize_t p):
     return _records.SlotRequested(v0, v1, v4, v5, v6, v2, v3, v7), p
 
 
-_s33_const2 = ('WORK', 'PLAN', 'FINAL')
+_s37_const2 = ('WORK', 'PLAN', 'FINAL')
 
 
-def _s33_record1(bytes b, Py_ssize_t p):
+def _s37_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s33_count4, _s33_count7
+    cdef long long _s37_count4, _s37_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -5682,7 +6714,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s33_const2[n >> 1]
+    v9 = _s37_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -5718,18 +6750,18 @@ def _s33_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s33_items3 = {}
-    _s33_count4 = b[p]
-    if _s33_count4 < 128:
+    _s37_items3 = {}
+    _s37_count4 = b[p]
+    if _s37_count4 < 128:
         p += 1
-        _s33_count4 = (_s33_count4 >> 1) ^ -(_s33_count4 & 1)
+        _s37_count4 = (_s37_count4 >> 1) ^ -(_s37_count4 & 1)
     else:
-        _s33_count4, p = _long(b, p)
-    while _s33_count4:
-        if _s33_count4 < 0:
-            _s33_count4 = -_s33_count4
+        _s37_count4, p = _long(b, p)
+    while _s37_count4:
+        if _s37_count4 < 0:
+            _s37_count4 = -_s37_count4
             _, p = _long(b, p)
-        for _ in range(_s33_count4):
+        for _ in range(_s37_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5741,7 +6773,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s33_key5 = b[p:e].decode('utf-8')
+            _s37_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -5754,27 +6786,27 @@ def _s33_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s33_items3[_s33_key5] = b[p:e].decode('utf-8')
+            _s37_items3[_s37_key5] = b[p:e].decode('utf-8')
             p = e
-        _s33_count4 = b[p]
-        if _s33_count4 < 128:
+        _s37_count4 = b[p]
+        if _s37_count4 < 128:
             p += 1
-            _s33_count4 = (_s33_count4 >> 1) ^ -(_s33_count4 & 1)
+            _s37_count4 = (_s37_count4 >> 1) ^ -(_s37_count4 & 1)
         else:
-            _s33_count4, p = _long(b, p)
-    v14 = _s33_items3
-    _s33_items6 = []
-    _s33_count7 = b[p]
-    if _s33_count7 < 128:
+            _s37_count4, p = _long(b, p)
+    v14 = _s37_items3
+    _s37_items6 = []
+    _s37_count7 = b[p]
+    if _s37_count7 < 128:
         p += 1
-        _s33_count7 = (_s33_count7 >> 1) ^ -(_s33_count7 & 1)
+        _s37_count7 = (_s37_count7 >> 1) ^ -(_s37_count7 & 1)
     else:
-        _s33_count7, p = _long(b, p)
-    while _s33_count7:
-        if _s33_count7 < 0:
-            _s33_count7 = -_s33_count7
+        _s37_count7, p = _long(b, p)
+    while _s37_count7:
+        if _s37_count7 < 0:
+            _s37_count7 = -_s37_count7
             _, p = _long(b, p)
-        for _ in range(_s33_count7):
+        for _ in range(_s37_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -5786,16 +6818,16 @@ def _s33_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s33_item8 = b[p:e].decode('utf-8')
+            _s37_item8 = b[p:e].decode('utf-8')
             p = e
-            _s33_items6.append(_s33_item8)
-        _s33_count7 = b[p]
-        if _s33_count7 < 128:
+            _s37_items6.append(_s37_item8)
+        _s37_count7 = b[p]
+        if _s37_count7 < 128:
             p += 1
-            _s33_count7 = (_s33_count7 >> 1) ^ -(_s33_count7 & 1)
+            _s37_count7 = (_s37_count7 >> 1) ^ -(_s37_count7 & 1)
         else:
-            _s33_count7, p = _long(b, p)
-    v15 = _s33_items6
+            _s37_count7, p = _long(b, p)
+    v15 = _s37_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -5806,7 +6838,7 @@ def _s33_record1(bytes b, Py_ssize_t p):
     return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
 
 
-def _s34_record1(bytes b, Py_ssize_t p):
+def _s38_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -5956,7 +6988,7 @@ def _s34_record1(bytes b, Py_ssize_t p):
     return _records.TaskCancelled(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s35_record1(bytes b, Py_ssize_t p):
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6136,10 +7168,10 @@ def _s35_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
 
 
-_s36_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s40_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s36_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6279,7 +7311,7 @@ def _s36_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s36_const2[n >> 1]
+    v10 = _s40_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6346,10 +7378,10 @@ def _s36_record1(bytes b, Py_ssize_t p):
     return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
-def _s37_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s37_count3
+    cdef long long _s41_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -6468,18 +7500,18 @@ def _s37_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s37_items2 = []
-    _s37_count3 = b[p]
-    if _s37_count3 < 128:
+    _s41_items2 = []
+    _s41_count3 = b[p]
+    if _s41_count3 < 128:
         p += 1
-        _s37_count3 = (_s37_count3 >> 1) ^ -(_s37_count3 & 1)
+        _s41_count3 = (_s41_count3 >> 1) ^ -(_s41_count3 & 1)
     else:
-        _s37_count3, p = _long(b, p)
-    while _s37_count3:
-        if _s37_count3 < 0:
-            _s37_count3 = -_s37_count3
+        _s41_count3, p = _long(b, p)
+    while _s41_count3:
+        if _s41_count3 < 0:
+            _s41_count3 = -_s41_count3
             _, p = _long(b, p)
-        for _ in range(_s37_count3):
+        for _ in range(_s41_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6491,16 +7523,16 @@ def _s37_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s37_item4 = b[p:e].decode('utf-8')
+            _s41_item4 = b[p:e].decode('utf-8')
             p = e
-            _s37_items2.append(_s37_item4)
-        _s37_count3 = b[p]
-        if _s37_count3 < 128:
+            _s41_items2.append(_s41_item4)
+        _s41_count3 = b[p]
+        if _s41_count3 < 128:
             p += 1
-            _s37_count3 = (_s37_count3 >> 1) ^ -(_s37_count3 & 1)
+            _s41_count3 = (_s41_count3 >> 1) ^ -(_s41_count3 & 1)
         else:
-            _s37_count3, p = _long(b, p)
-    v9 = _s37_items2
+            _s41_count3, p = _long(b, p)
+    v9 = _s41_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -6517,7 +7549,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6667,7 +7699,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6817,7 +7849,7 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s44_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -6996,7 +8028,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s45_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7133,7 +8165,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
     return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7286,10 +8318,10 @@ def _s42_record1(bytes b, Py_ssize_t p):
     return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
-_s43_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s47_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s43_record1(bytes b, Py_ssize_t p):
+def _s47_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7436,7 +8468,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s43_const2[n >> 1]
+    v11 = _s47_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -7467,7 +8499,7 @@ def _s43_record1(bytes b, Py_ssize_t p):
     return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
 
 
-def _s44_record1(bytes b, Py_ssize_t p):
+def _s48_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7635,7 +8667,7 @@ def _s44_record1(bytes b, Py_ssize_t p):
     return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s45_record1(bytes b, Py_ssize_t p):
+def _s49_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7795,7 +8827,7 @@ def _s45_record1(bytes b, Py_ssize_t p):
     return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s46_record1(bytes b, Py_ssize_t p):
+def _s50_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7933,7 +8965,7 @@ def _s46_record1(bytes b, Py_ssize_t p):
     return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
-def _s47_record5(bytes b, Py_ssize_t p):
+def _s51_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7979,10 +9011,10 @@ def _s47_record5(bytes b, Py_ssize_t p):
     return _records.Candidate(v0, v1, v2), p
 
 
-def _s47_record1(bytes b, Py_ssize_t p):
+def _s51_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s47_count3
+    cdef long long _s51_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -8107,27 +9139,27 @@ def _s47_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s47_items2 = []
-    _s47_count3 = b[p]
-    if _s47_count3 < 128:
+    _s51_items2 = []
+    _s51_count3 = b[p]
+    if _s51_count3 < 128:
         p += 1
-        _s47_count3 = (_s47_count3 >> 1) ^ -(_s47_count3 & 1)
+        _s51_count3 = (_s51_count3 >> 1) ^ -(_s51_count3 & 1)
     else:
-        _s47_count3, p = _long(b, p)
-    while _s47_count3:
-        if _s47_count3 < 0:
-            _s47_count3 = -_s47_count3
+        _s51_count3, p = _long(b, p)
+    while _s51_count3:
+        if _s51_count3 < 0:
+            _s51_count3 = -_s51_count3
             _, p = _long(b, p)
-        for _ in range(_s47_count3):
-            _s47_item4, p = _s47_record5(b, p)
-            _s47_items2.append(_s47_item4)
-        _s47_count3 = b[p]
-        if _s47_count3 < 128:
+        for _ in range(_s51_count3):
+            _s51_item4, p = _s51_record5(b, p)
+            _s51_items2.append(_s51_item4)
+        _s51_count3 = b[p]
+        if _s51_count3 < 128:
             p += 1
-            _s47_count3 = (_s47_count3 >> 1) ^ -(_s47_count3 & 1)
+            _s51_count3 = (_s51_count3 >> 1) ^ -(_s51_count3 & 1)
         else:
-            _s47_count3, p = _long(b, p)
-    v9 = _s47_items2
+            _s51_count3, p = _long(b, p)
+    v9 = _s51_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -8138,10 +9170,10 @@ def _s47_record1(bytes b, Py_ssize_t p):
     return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s48_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s52_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s48_record1(bytes b, Py_ssize_t p):
+def _s52_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8267,11 +9299,11 @@ def _s48_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s48_const2[n >> 1]
+    v8 = _s52_const2[n >> 1]
     return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s49_record1(bytes b, Py_ssize_t p):
+def _s53_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8457,36 +9489,40 @@ READERS = {
     'c76a9ea2a129a127': _s15_record1,  # DeadlockDetected v1
     '181a60cb1bb324f6': _s16_record1,  # DrainRequested v1
     '87d05f1bd584c8d0': _s17_record1,  # ExperienceRecorded v1
-    '6d8cb406b76aacfe': _s18_record1,  # GroundTruthUpdated v1
-    '3ff73efd2b119764': _s19_record1,  # JournalRecordsSkipped v1
-    '222c80c25527f4c4': _s20_record1,  # MissionAccepted v1
-    '08a112dec197e40b': _s21_record1,  # MissionCompleted v1
-    '1c588229657689b0': _s22_record1,  # MissionFailed v1
-    'd649fedb5b1aba1e': _s23_record1,  # MissionRejected v1
-    '645a56ed0f633944': _s24_record1,  # MissionRetired v1
-    'd091a1efb68bdc71': _s25_record1,  # MissionSubmitted v1
-    'b1c4decffcb93029': _s26_record1,  # PeerAnswered v1
-    '8a9fdeb7e367cb72': _s27_record1,  # PeerQuestion v1
-    'ef58c438337eea71': _s28_record1,  # PhaseStarted v1
-    '92c08abb1c193b8b': _s29_record1,  # PlanAdopted v1
-    '408ae9cb1b660725': _s30_record1,  # ResyncRequested v1
-    '59f53a1c93a08c73': _s31_record1,  # SlotAllocated v1
-    '990068b4eea72e52': _s32_record1,  # SlotRequested v1
-    '863cce9607afcb40': _s33_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s34_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s35_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s36_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s37_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s38_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s39_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s40_record1,  # TaskResultRecorded v1
-    '211655e567231fac': _s41_record1,  # TaskStartRecorded v1
-    'e6a663f565b98225': _s42_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s43_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s44_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s45_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s46_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s47_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s48_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s49_record1,  # WaitStarted v1
+    '1f2924a1fb8fbca0': _s18_record1,  # FinalSharePlaced v1
+    '6d8cb406b76aacfe': _s19_record1,  # GroundTruthUpdated v1
+    '3ff73efd2b119764': _s20_record1,  # JournalRecordsSkipped v1
+    '222c80c25527f4c4': _s21_record1,  # MissionAccepted v1
+    '08a112dec197e40b': _s22_record1,  # MissionCompleted v1
+    '1c588229657689b0': _s23_record1,  # MissionFailed v1
+    'd649fedb5b1aba1e': _s24_record1,  # MissionRejected v1
+    '645a56ed0f633944': _s25_record1,  # MissionRetired v1
+    '09cc297e832ae0b5': _s26_record1,  # MissionSplit v1
+    'd091a1efb68bdc71': _s27_record1,  # MissionSubmitted v1
+    'b1c4decffcb93029': _s28_record1,  # PeerAnswered v1
+    '8a9fdeb7e367cb72': _s29_record1,  # PeerQuestion v1
+    'ef58c438337eea71': _s30_record1,  # PhaseStarted v1
+    '92c08abb1c193b8b': _s31_record1,  # PlanAdopted v1
+    '408ae9cb1b660725': _s32_record1,  # ResyncRequested v1
+    '9692641e8a56564c': _s33_record1,  # ShareCompleted v1
+    '7c06332049f9e8be': _s34_record1,  # ShareMoved v1
+    '59f53a1c93a08c73': _s35_record1,  # SlotAllocated v1
+    '990068b4eea72e52': _s36_record1,  # SlotRequested v1
+    '863cce9607afcb40': _s37_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s38_record1,  # TaskCancelled v1
+    '14d84a52e182c131': _s39_record1,  # TaskCompleted v1
+    'cbb1794a558181c4': _s40_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s41_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s42_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s43_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s44_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s45_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s46_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s47_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s48_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s49_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s50_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s51_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s52_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s53_record1,  # WaitStarted v1
 }

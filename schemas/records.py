@@ -417,6 +417,31 @@ class ExperienceRecorded(Event, frozen=True, gc=False):
     mission_id: str | None = None
 
 
+class FinalSharePlaced(Event, frozen=True, gc=False):
+    "Every share of a split mission completed: its final action runs as one more sub-mission, <mission>/final, in the region with the most idle agents."
+
+    name: ClassVar[str] = 'FinalSharePlaced'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    mission_id: str
+    share_id: str
+    region: str
+    "Where it runs; empty while no region is served (a tick places it)."
+    idle_agents: int
+    "The region's idle agents when it was chosen."
+    prompt: str
+    "The final action's prompt followed by the shares' outputs."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+    required_capabilities: list[str] = msgspec.field(default_factory=lambda: ['decision_making'])
+
+
 class GroundTruthUpdated(Event, frozen=True, gc=False):
     "A new version of the shared ground-truth document (compacted topic)."
 
@@ -614,6 +639,48 @@ class MissionRetired(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
 
 
+class SharePlan(msgspec.Struct, frozen=True, gc=False):
+    "One share of a split mission."
+    share_id: str
+    "Unique within the mission (s0, s1, ...)."
+    region: str
+    "Where it runs; empty while no region is served (a tick places it)."
+    task_ids: list[str]
+    "Its tasks, in the mission's order."
+    idle_agents: int
+    "The region's idle agents when it was placed (its announced capacity)."
+
+
+class MissionSplit(Event, frozen=True, gc=False):
+    "The top level took a mission too large for one region and split it into shares, one per region (topic swarm.top.journal); carries the whole mission, so the top's state is a fold of its journal."
+
+    name: ClassVar[str] = 'MissionSplit'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    mission_id: str
+    title: str
+    submitted_at: int
+    shares: list[SharePlan]
+    "The plan: which tasks run in which region."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+    tasks: list[TaskSpec] = []
+    "Explicit tasks (a DAG through depends_on)."
+    consensus: ConsensusSpec = msgspec.field(default_factory=lambda: ConsensusSpec(strategy='MAJORITY', window_ms=30000, quorum=0.5))
+    final_action: FinalActionSpec | None = None
+    deadline_at: int | None = None
+    "When the mission fails unless completed."
+    token_budget: int | None = None
+    "Tokens the whole mission may use (split over the shares by their tasks)."
+    submitted_by: str = 'anonymous'
+
+
 class MissionSubmitted(Event, frozen=True, gc=False):
     "A client asks the swarm to run a mission (topic swarm.missions, key mission_id)."
 
@@ -745,6 +812,61 @@ class ResyncRequested(Event, frozen=True, gc=False):
     causation_id: str | None = None
     "event_id of the event that caused this one, if any."
     ground_truth_version: int | None = None
+
+
+class ShareCompleted(Event, frozen=True, gc=False):
+    "A share's sub-mission ended in its region (the first result of its current attempt)."
+
+    name: ClassVar[str] = 'ShareCompleted'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    mission_id: str
+    share_id: str
+    sub_mission_id: str
+    "The sub-mission whose end this records."
+    region: str
+    success: bool
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+    outputs: list[str] = []
+    "The sub-mission's outputs (its consensus)."
+    reason: str | None = None
+    "Why it failed, if it did."
+    tasks_completed: int = 0
+    tokens_used: int = 0
+
+
+class ShareMoved(Event, frozen=True, gc=False):
+    "The top level moved a share off a region that stopped answering (or placed a share no region could take yet); the new attempt runs as sub-mission <mission>/<share>/<attempt>."
+
+    name: ClassVar[str] = 'ShareMoved'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    mission_id: str
+    share_id: str
+    attempt: int
+    "The new attempt (the first placement is attempt 0)."
+    from_region: str
+    "Where it was; empty when it was not placed."
+    region: str
+    "Where it runs now."
+    idle_agents: int
+    "The new region's idle agents when it was chosen."
+    reason: str
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
 
 
 class SlotAllocated(Event, frozen=True, gc=False):
@@ -1249,6 +1371,7 @@ CLASSES: dict[str, type[Event]] = {
     'DeadlockDetected': DeadlockDetected,
     'DrainRequested': DrainRequested,
     'ExperienceRecorded': ExperienceRecorded,
+    'FinalSharePlaced': FinalSharePlaced,
     'GroundTruthUpdated': GroundTruthUpdated,
     'JournalRecordsSkipped': JournalRecordsSkipped,
     'MissionAccepted': MissionAccepted,
@@ -1256,12 +1379,15 @@ CLASSES: dict[str, type[Event]] = {
     'MissionFailed': MissionFailed,
     'MissionRejected': MissionRejected,
     'MissionRetired': MissionRetired,
+    'MissionSplit': MissionSplit,
     'MissionSubmitted': MissionSubmitted,
     'PeerAnswered': PeerAnswered,
     'PeerQuestion': PeerQuestion,
     'PhaseStarted': PhaseStarted,
     'PlanAdopted': PlanAdopted,
     'ResyncRequested': ResyncRequested,
+    'ShareCompleted': ShareCompleted,
+    'ShareMoved': ShareMoved,
     'SlotAllocated': SlotAllocated,
     'SlotRequested': SlotRequested,
     'TaskAssigned': TaskAssigned,
@@ -1303,6 +1429,7 @@ FINGERPRINTS: dict[str, str] = {
     'DeadlockDetected': 'c76a9ea2a129a127',
     'DrainRequested': '181a60cb1bb324f6',
     'ExperienceRecorded': '87d05f1bd584c8d0',
+    'FinalSharePlaced': '1f2924a1fb8fbca0',
     'GroundTruthUpdated': '6d8cb406b76aacfe',
     'JournalRecordsSkipped': '3ff73efd2b119764',
     'MissionAccepted': '222c80c25527f4c4',
@@ -1310,12 +1437,15 @@ FINGERPRINTS: dict[str, str] = {
     'MissionFailed': '1c588229657689b0',
     'MissionRejected': 'd649fedb5b1aba1e',
     'MissionRetired': '645a56ed0f633944',
+    'MissionSplit': '09cc297e832ae0b5',
     'MissionSubmitted': 'd091a1efb68bdc71',
     'PeerAnswered': 'b1c4decffcb93029',
     'PeerQuestion': '8a9fdeb7e367cb72',
     'PhaseStarted': 'ef58c438337eea71',
     'PlanAdopted': '92c08abb1c193b8b',
     'ResyncRequested': '408ae9cb1b660725',
+    'ShareCompleted': '9692641e8a56564c',
+    'ShareMoved': '7c06332049f9e8be',
     'SlotAllocated': '59f53a1c93a08c73',
     'SlotRequested': '990068b4eea72e52',
     'TaskAssigned': '863cce9607afcb40',

@@ -11,6 +11,7 @@ from swarmlog.commands.demo import demo
 from swarmlog.commands.status import status
 from swarmlog.commands.streams import streams
 from swarmlog.commands.submit import submit
+from swarmlog.commands.top import top
 from swarmlog.commands.up import up
 from swarmlog.commands.watch import watch
 
@@ -26,6 +27,7 @@ app.command("fleet")(fleet)
 app.command("streams")(streams)
 app.add_typer(coordinator.app, name="coordinator")
 app.command("submit")(submit)
+app.command("top")(top)
 app.command("watch")(watch)
 app.command("status")(status)
 app.command("agents")(agents)

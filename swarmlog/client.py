@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from swarmlog.coordinator import plan
 from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.journal import Unreadable
-from swarmlog.coordinator.placement import owner
+from swarmlog.coordinator.placement import TOP, owner
 from swarmlog.coordinator.progress import PROGRESS, MissionProgress, Terminal
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import repair_command
@@ -35,7 +35,7 @@ from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import MissionCompleted, MissionRejected, MissionSubmitted
 from swarmlog.settings import Settings
-from swarmlog.topics import JOURNAL, MISSIONS, spec_for
+from swarmlog.topics import JOURNAL, MISSIONS, TOP_JOURNAL, spec_for
 
 log = logging.getLogger("swarmlog.client")
 
@@ -301,7 +301,12 @@ class MissionClient:
         """The mission's journal events from the start, live, ending with its terminal event (in the region given,
         else the one whose journal holds it, else its placement)."""
         region = region or (await self.locate(mission_id) if len(self._settings.region_names) > 1 else None)
-        tp = TopicPartition(JOURNAL, self._settings.region_names.index(self.region_of(mission_id, region)))
+        region = self.region_of(mission_id, region)
+        tp = (
+            TopicPartition(TOP_JOURNAL, 0)  # a mission for the top level: its split, its shares, its end
+            if region == TOP
+            else TopicPartition(JOURNAL, self._settings.region_names.index(region))
+        )
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
         await consumer.start()
         try:

@@ -25,6 +25,7 @@ CONTROL = "swarm.control"
 ALERTS = "swarm.alerts"
 GROUND_TRUTH = "swarm.groundtruth"
 DEAD_LETTERS = "swarm.deadletter"
+TOP_JOURNAL = "swarm.top.journal"
 
 DAY_MS = 86_400_000
 Cleanup = Literal["delete", "compact"]
@@ -246,6 +247,24 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             ("every consumer",),
             ("DeadLetterRecorded",),
             "Raw bytes of anything undecodable or invalid, with the reason.",
+        ),
+        TopicSpec(
+            TOP_JOURNAL,
+            "mission_id",
+            1,
+            "delete",
+            forever,
+            ("top",),
+            (
+                "MissionSplit",
+                "ShareMoved",
+                "ShareCompleted",
+                "FinalSharePlaced",
+                "MissionCompleted",
+                "MissionFailed",
+                "MissionRejected",
+            ),
+            "The top level's decisions on missions larger than a region (`swarmlog top`); its state is its fold.",
         ),
     )
 

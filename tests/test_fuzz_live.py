@@ -45,6 +45,7 @@ from swarmlog.schemas.records import (
     ExperienceRecorded,
     GroundTruthUpdated,
     MissionCompleted,
+    SlotRequested,
     TaskCompleted,
     TaskFailed,
     TaskResultRecorded,
@@ -52,6 +53,7 @@ from swarmlog.schemas.records import (
     TokensUsed,
 )
 from swarmlog.settings import Settings
+from swarmlog.topics import TOP_JOURNAL, spec_for
 
 sys.path[:0] = [str(Path(__file__).parent / "streams"), str(Path(__file__).parent / "actors")]
 from agent_harness import Log, start_agent, task_assigned
@@ -59,7 +61,7 @@ from worker_harness import Client, Coordinates, Worker, garbage, large_records_t
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.slow]
 JOURNAL, DEADLETTER, INBOX = "swarm.coordinator.journal", "swarm.deadletter", "swarm.agents.inbox"
-FUZZED = tuple(sorted(topic for topic in TOPIC_EVENTS if topic != JOURNAL))
+FUZZED = tuple(sorted(topic for topic in TOPIC_EVENTS if topic not in (JOURNAL, TOP_JOURNAL)))  # journals: repair
 REGIONS = 2
 LIVENESS_TIMEOUT_MS = 3000
 AGENTS, TASKS, FIRST_SLOT = 3, 24, 50
@@ -272,7 +274,7 @@ async def fuzz(
             if record is not None
             else FIRST_SLOT
             if topic == INBOX
-            else index % 2
+            else index % min(2, spec_for(settings, topic).partitions)
         )  # the survivor's slot
         wrong = (
             samples["swarm.usage"] if TokensUsed.name not in TOPIC_EVENTS[topic] else samples["swarm.agents.heartbeats"]
@@ -319,6 +321,7 @@ def _samples() -> dict[str, Event]:
         ),
         "swarm.groundtruth": stamp(GroundTruthUpdated, producer="test", document_id="fuzz", version=1, content="x"),
         "swarm.agents.inbox": task_assigned("fuzz", FIRST_SLOT, "x"),
+        "swarm.agents.slots": stamp(SlotRequested, producer="test", agent_id="fuzz", region="region-0"),
     }
     for topic, event in made.items():
         samples.setdefault(topic, event)

@@ -12,6 +12,7 @@ from swarmlog.client import MissionClient, MissionInvalid, load_mission
 from swarmlog.commands.common import EXIT_USAGE, err, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, JsonOption, connected
 from swarmlog.commands.watch import watch_mission
+from swarmlog.coordinator.placement import TOP
 
 
 @one_line_errors
@@ -35,7 +36,7 @@ def submit(
     client = MissionClient(connected(bootstrap), client_name="cli")
     mission = dict(mission) | {"mission_id": event.mission_id}
     mission_id, mission_region, served = asyncio.run(_submit(client, mission))
-    if mission_region not in served:
+    if mission_region not in (*served, TOP):  # the top level does not announce: it places on served regions itself
         err.print(
             f"[yellow]warning:[/yellow] no coordinator serves {mission_region} now (served: "
             f"{', '.join(served) or 'none'}); the mission waits until one does: start "
@@ -44,7 +45,7 @@ def submit(
             soft_wrap=True,
         )
     if as_json and not wait:
-        print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in served})
+        print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in (*served, TOP)})
     elif not as_json:
         out.print(mission_id, highlight=False)
     if wait:

@@ -6,8 +6,13 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -22,6 +27,7 @@ from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     AgentRegistered,
     ConsensusSpec,
+    MissionCompleted,
     MissionSubmitted,
     TaskAssigned,
     TaskCompleted,
@@ -32,7 +38,7 @@ from swarmlog.schemas.records import (
     VoteRequested,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import INBOX, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES
+from swarmlog.topics import INBOX, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, TOP_JOURNAL, VOTES
 
 from .harness import E, attempt_of, named
 
@@ -236,3 +242,62 @@ async def eventually(check: Callable[[], Awaitable[Any]], timeout_s: float = 45.
         assert time.monotonic() < deadline, f"not within {timeout_s} s"
         await asyncio.sleep(0.2)
     return result
+
+
+class Processes:
+    """`swarmlog` child processes of one test, by name; whatever still runs at the end is killed."""
+
+    def __init__(self, settings: Settings, logs: Path) -> None:
+        self._env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+        self._logs = logs
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, *args: str) -> None:
+        """Start `swarmlog <args>`, logging to <logs>/<name>.log."""
+        with (self._logs / f"{name}.log").open("ab") as log:
+            self.running[name] = subprocess.Popen(
+                [sys.executable, "-m", "swarmlog", *args], env=self._env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def run(self, *args: str) -> str:
+        """The output of `swarmlog <args>`, which must succeed."""
+        done = subprocess.run(
+            [sys.executable, "-m", "swarmlog", *args], env=self._env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def kill(self, name: str) -> None:
+        """kill -9."""
+        process = self.running.pop(name)
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+    def stop_all(self) -> None:
+        for process in self.running.values():
+            process.send_signal(signal.SIGTERM)
+        for process in self.running.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+async def top_journal(settings: Settings, mission_id: str) -> list[Event]:
+    """The mission's events on the top's journal."""
+    tp = TopicPartition(TOP_JOURNAL, 0)
+    consumer = reader(settings, "test-top-journal", False)
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        events = [decode_record(r.value, TOP_JOURNAL, 0, r.offset) async for r in records_to_end(consumer, tp)]
+    finally:
+        await consumer.stop()
+    return [event for event in events if event.correlation_id == mission_id]
+
+
+async def ended(settings: Settings, mission_id: str) -> list[Event] | None:
+    """The mission's top-journal events once it has completed."""
+    events = await top_journal(settings, mission_id)
+    return events if named(events, MissionCompleted) else None
