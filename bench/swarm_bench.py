@@ -726,6 +726,7 @@ async def main(args: argparse.Namespace) -> None:
                     console.print(table)
         finally:
             if args.keep_logs:
+                Path(args.keep_logs).mkdir(parents=True, exist_ok=True)
                 for log in Path(tmp).glob("*.log"):
                     (Path(args.keep_logs) / log.name).write_bytes(log.read_bytes())
 

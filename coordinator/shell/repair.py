@@ -4,11 +4,9 @@ The repair is a JournalRecordsSkipped event on the region's journal partition, s
 the same decision, and the journal keeps who made it and why. It refuses every offset that is not an undecodable
 record of the partition: a record that decodes is a decision that may have been acted on, and is never skipped.
 
-It writes as the region's coordinator does. On Apache Kafka it takes the coordinator's transactional id
-(swarmlog-coordinator-<region>): a coordinator of the region still running is fenced and stops at its next write,
-so run the repair while the coordinator is stopped. Tansu has no transactions and nothing fences: stop the
-coordinator first there too (a skip changes no state, so a coordinator that keeps running is not harmed, but it is
-not told either).
+On Apache Kafka it writes in one transaction under the coordinator's transactional id (swarmlog-coordinator-<region>).
+Coordinators write journal first without transactions, so nothing fences a coordinator still running: stop it first,
+on both brokers (a skip changes no state, so a coordinator that keeps running is not harmed, but it is not told).
 """
 
 from __future__ import annotations
