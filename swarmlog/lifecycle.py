@@ -1,15 +1,35 @@
-"""Stopping long-running processes: SIGTERM and SIGINT start a clean stop that has a deadline."""
+"""Starting and stopping long-running processes: clients stopped with their service; SIGTERM and SIGINT start a clean
+stop that has a deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 EXIT_STUCK = 4  # the documented "a service could not be reached" code: a stop only sticks on an unreachable broker
 log = logging.getLogger("swarmlog.lifecycle")
+
+
+class Client(Protocol):
+    """An aiokafka client or EventProducer: started, then stopped."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+C = TypeVar("C", bound=Client)
+
+
+async def start_in(stack: contextlib.AsyncExitStack, client: C) -> C:
+    """A started client, stopped when `stack` closes."""
+    await client.start()
+    stack.push_async_callback(client.stop)
+    return client
 
 
 def stop_on_signals(begin_stop: Callable[[], None], *, what: str, deadline_s: float) -> None:

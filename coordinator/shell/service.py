@@ -24,7 +24,6 @@ import logging
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, TypeVar
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -51,6 +50,7 @@ from swarmlog.kafka.records import (
 )
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
+from swarmlog.lifecycle import start_in
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
@@ -72,16 +72,6 @@ INPUT_TOPICS = (
     topics.ALERTS,
     topics.SLOTS,
 )
-
-
-class Client(Protocol):
-    """An aiokafka client or EventProducer: started, then stopped."""
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-
-
-C = TypeVar("C", bound=Client)
 
 
 class InputRejected(SwarmlogError):
@@ -150,14 +140,15 @@ class CoordinatorService:
         try:
             if self._committed_reads:
                 await self._abort_transactions_left_open()
-            self._producer = await self._started(
+            self._producer = await start_in(
+                self._stack,
                 EventProducer(
                     settings,
                     client_id=self._name,
                     max_batch_size=settings.max_message_bytes,
-                )
+                ),
             )
-            journal = await self._started(reader(settings, f"{self._name}-recovery", self._committed_reads))
+            journal = await start_in(self._stack, reader(settings, f"{self._name}-recovery", self._committed_reads))
             inbox = await self._producer.raw.partitions_for(topics.INBOX)  # slots are allocated from these
             self._config = dataclasses.replace(self._config, inbox_partitions=len(inbox))
             empty = PROJECTION.initial(self._config)
@@ -176,7 +167,7 @@ class CoordinatorService:
             snapshots.save(self._snapshot_dir, self._folded)
             self._snapshotted = (self._folded.offset, time.monotonic())
             self._last_bucket = self._folded.clock // TICK_MS
-            inputs = await self._started(self._inputs())
+            inputs = await start_in(self._stack, self._inputs())
             self._inputs_since_ms = now_ms()
             self._delivery = Delivery(
                 self._producer,
@@ -224,12 +215,6 @@ class CoordinatorService:
         fence = EventProducer(self._settings, client_id=f"{self._name}-fence", transactional_id=self._name)
         await fence.start()
         await fence.stop()
-
-    async def _started(self, client: C) -> C:
-        """A started aiokafka client (or EventProducer), stopped with the service."""
-        await client.start()
-        self._stack.push_async_callback(client.stop)
-        return client
 
     def _inputs(self) -> AIOKafkaConsumer:
         """The input consumer; every partition is assigned (no group joins, so a restart does not wait on one)."""

@@ -27,7 +27,7 @@ import logging
 from asyncio import Future
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -40,6 +40,7 @@ from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogErro
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+from swarmlog.lifecycle import start_in
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import MissionSubmitted
@@ -49,16 +50,6 @@ from swarmlog.topics import COORDINATORS, JOURNAL, MISSIONS, TOP_JOURNAL, spec_f
 TICK_MS = 250
 NAME = "swarmlog-top"
 log = logging.getLogger("swarmlog.top")
-
-
-class Client(Protocol):
-    """An aiokafka client or EventProducer: started, then stopped."""
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-
-
-C = TypeVar("C", bound=Client)
 
 
 class TopJournalUnreadable(SwarmlogError):
@@ -95,16 +86,17 @@ class TopService:
         if self._tasks:
             raise RuntimeError(f"{NAME} was already started; make a new TopService")
         try:
-            self._producer = await self._started(
-                EventProducer(self._settings, client_id=NAME, max_batch_size=self._settings.max_message_bytes)
+            self._producer = await start_in(
+                self._stack,
+                EventProducer(self._settings, client_id=NAME, max_batch_size=self._settings.max_message_bytes),
             )
             await self._recover()
             self._regions = await read_announcements(self._settings)
-            announcements = await self._started(reader(self._settings, f"{NAME}-regions", False))
+            announcements = await start_in(self._stack, reader(self._settings, f"{NAME}-regions", False))
             tp = TopicPartition(COORDINATORS, 0)
             announcements.assign([tp])
             await announcements.seek_to_end(tp)
-            inputs = await self._started(self._inputs())
+            inputs = await start_in(self._stack, self._inputs())
             await self._position(inputs)
             await self._submit(top.pending(self.state))
         except BaseException:
@@ -137,12 +129,6 @@ class TopService:
         for task in self._tasks:
             if task.done():
                 task.result()
-
-    async def _started(self, client: C) -> C:
-        """A started aiokafka client (or EventProducer), stopped with the service."""
-        await client.start()
-        self._stack.push_async_callback(client.stop)
-        return client
 
     async def _recover(self) -> None:
         """The state: the fold of the whole journal (it holds a few events per mission)."""
