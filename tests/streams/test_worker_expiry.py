@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import signal
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -59,6 +60,15 @@ async def changelog_history(settings: Settings, app_id: str, table: str, keys: s
     return history
 
 
+async def written(settings: Settings, app_id: str, rows: dict[str, str], timeout_s: float = 60) -> None:
+    """Wait until each table's changelog holds a value for its row (the worker folded and wrote it)."""
+    deadline = time.monotonic() + timeout_s
+    for table, key in rows.items():
+        while True not in (await changelog_history(settings, app_id, table, {key}))[key]:
+            assert time.monotonic() < deadline, f"rows {rows} not written to the changelogs within {timeout_s} s"
+            await asyncio.sleep(0.5)
+
+
 def test_expired_rows_leave_the_table_and_its_changelog_and_the_tables_stay_the_replay(
     settings: Settings, tmp_path: Path
 ):
@@ -92,7 +102,7 @@ def test_expired_rows_leave_the_table_and_its_changelog_and_the_tables_stay_the_
         )
         # The old rows are written before the new events expire them: folded in one chunk with those, they would
         # never reach the table at all (the chunk writes each row once, at its end).
-        asyncio.run(tables_settled(settings, first.app_id, run, ("registry", "budgets")))
+        asyncio.run(written(settings, first.app_id, {"registry": gone, "budgets": spent}))
         client.send(REGISTRY, newcomer, registered(newcomer))
         client.send(
             USAGE,
