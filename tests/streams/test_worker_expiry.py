@@ -60,8 +60,9 @@ async def changelog_history(settings: Settings, app_id: str, table: str, keys: s
     return history
 
 
-async def written(settings: Settings, app_id: str, rows: dict[str, str], timeout_s: float = 60) -> None:
-    """Wait until each table's changelog holds a value for its row (the worker folded and wrote it)."""
+async def written(settings: Settings, app_id: str, rows: dict[str, str], timeout_s: float = 180) -> None:
+    """Wait until each table's changelog holds a value for its row (the worker folded and wrote it; a new worker on
+    the suite's shared broker first folds every earlier test's registry and usage)."""
     deadline = time.monotonic() + timeout_s
     for table, key in rows.items():
         while True not in (await changelog_history(settings, app_id, table, {key}))[key]:
