@@ -23,7 +23,8 @@ Guarantee = Literal["at_least_once", "exactly_once"]
 # throttles meanwhile: Faust's default 60 s session would break the 5 s liveness promise, so sessions are short.
 # On Kafka a restarted worker rejoins at once as the same static member (group_instance_id) instead of waiting for
 # that: 10.2 s → 2.4 s. Tansu's groups loop forever on JoinGroup once a static member is in them: not used there.
-KAFKA_FAUST = {"broker_session_timeout": 10.0, "broker_heartbeat_interval": 1.0}
+# A linger of 5 ms sends a chunk's changelog writes in a few produce requests, not one or two records at a time.
+KAFKA_FAUST = {"broker_session_timeout": 10.0, "broker_heartbeat_interval": 1.0, "producer_linger": 0.005}
 # Tansu holds a JoinGroup for about session_timeout/2 and loses changelog updates of multi-record batches.
 TANSU_FAUST = {"broker_session_timeout": 6.0, "broker_heartbeat_interval": 0.5, "producer_max_batch_size": 1}
 

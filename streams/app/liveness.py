@@ -55,9 +55,9 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
                 in_flight.folded(event.event_id)
 
     async def declare_deaths() -> None:
-        if not await watch.check(patience_s=config.tick_s * 2) or not progress.caught_up():
+        if not await watch.check(patience_s=config.tick_s * 2) or not progress.settled():
             return
-        if not recovered:
+        if not recovered and progress.caught_up():
             recovered.append(time.monotonic())
             io.sensor.on_recovered("streams", recovered[0] - built)
         now = now_ms()
@@ -66,11 +66,12 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
         if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
             return
-        # A heartbeat written before `now` may be missing from the last fetch: fold up to the broker's end offsets,
-        # then decide for `now` (a heartbeat folded meanwhile only shows an agent alive).
-        if not await progress.reaches_broker_end(patience_s=config.tick_s * 2):
+        # A heartbeat written before `now` may not be folded yet: decide for the latest moment before which every
+        # record is folded (a heartbeat folded after it only shows an agent alive).
+        folded_until = await progress.folded_until(patience_s=config.tick_s * 2)
+        if folded_until is None:
             return
-        deaths = decide_liveness(Registry(rows.items()), now, config.liveness_timeout_ms, watch.since_ms)
+        deaths = decide_liveness(Registry(rows.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
             if in_flight.sending(death.event_id):
                 await io.send(REGISTRY, death.agent_id, death)

@@ -11,7 +11,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Collection
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import faust
 from faust.streams import _current_event
@@ -24,7 +24,8 @@ from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
 
-from .progress import Progress
+if TYPE_CHECKING:
+    from .progress import Progress
 
 CONSUMER = "swarmlog-streams"
 logger = logging.getLogger(__name__)
