@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Protocol, Self, TypeVar
 
 EXIT_STUCK = 4  # the documented "a service could not be reached" code: a stop only sticks on an unreachable broker
 log = logging.getLogger("swarmlog.lifecycle")
@@ -23,6 +23,25 @@ class Client(Protocol):
 
 
 C = TypeVar("C", bound=Client)
+
+
+class Running:
+    """What runs between its `start()` and `stop()`: `async with` it runs it for the block."""
+
+    async def start(self) -> None:
+        """Start; subclasses say what."""
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        """Stop; subclasses say what."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
 
 
 async def start_in(stack: contextlib.AsyncExitStack, client: C) -> C:

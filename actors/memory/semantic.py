@@ -20,6 +20,7 @@ from swarmlog.actors.memory.embeddings import MiniLM, shared_model
 from swarmlog.actors.memory.index import Hit, VectorIndex
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ServiceError
+from swarmlog.lifecycle import Running
 from swarmlog.schemas.records import ExperienceRecorded
 from swarmlog.streams.memory import DEFAULT_FLUSH_INTERVAL_MS, MemoryWrite, plan_write
 
@@ -29,7 +30,7 @@ RETRY_S = 1.0
 log = logging.getLogger("swarmlog.memory")
 
 
-class SemanticMemory:
+class SemanticMemory(Running):
     """Remember experiences, recall the nearest ones; start it (or `async with` it) before use."""
 
     def __init__(
@@ -44,13 +45,6 @@ class SemanticMemory:
         self._stopping = asyncio.Event()
         self._follower: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> SemanticMemory:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """With Redis, hydrate the index from the bus, then follow it and flush writes in the background."""

@@ -87,6 +87,7 @@ class AgentHost:
         self.codec = codec_for(settings.schema_registry_url)
         self.wait = BrokerWait(sensor, settings.bootstrap or "", f"take the events of {name}")
         self._actors = {actor.config.agent_id: actor for actor in actors}
+        self._askers = [actor for actor in actors if actor.config.ask_peers]  # they follow the registry's peers
         self._store_path = store_path
         self._truths = {actor.config.ground_truth: GroundTruth(actor.config.ground_truth) for actor in actors}
         self._resync_s = min(actor.config.resync_s for actor in actors)
@@ -247,7 +248,8 @@ class AgentHost:
     async def _read(self, consumer: AIOKafkaConsumer) -> None:
         """Hand every record read to the actors it concerns; pause a slot whose actors are too far behind."""
         while True:
-            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+            batch = await consumer.getmany(timeout_ms=100)
+            for tp, records in batch.items():
                 for record in records:
                     self.sensor.on_consumed(tp.topic)
                     if tp.topic == INBOX:
@@ -255,7 +257,7 @@ class AgentHost:
                             actor.mailbox.post(record)
                     else:
                         self._notify(record)
-            self._pace(consumer)
+            self._pace(consumer, [tp for tp in batch if tp.topic == INBOX])
 
     def _notify(self, record: ConsumerRecord) -> None:
         """Decode a control or registry record once and post it to the actors it concerns (the streams worker
@@ -280,16 +282,16 @@ class AgentHost:
                 DrainRequested(target=agent_id) | BudgetExceeded(agent_id=agent_id) | BudgetRestored(agent_id=agent_id)
             ):
                 return [self._actors[agent_id]] if agent_id in self._actors else []
-        askers = [actor for actor in self._actors.values() if actor.config.ask_peers]
         if isinstance(event, AgentDeclaredDead) and event.agent_id in self._actors:
             named = self._actors[event.agent_id]
-            return [named, *(actor for actor in askers if actor is not named)]
-        return askers if event.name in TOPIC_EVENTS[REGISTRY] else []
+            return [named, *(actor for actor in self._askers if actor is not named)]
+        return self._askers if event.name in TOPIC_EVENTS[REGISTRY] else []
 
-    def _pace(self, consumer: AIOKafkaConsumer) -> None:
-        """Pause the slots where an actor has MAILBOX_LIMIT inbox records waiting; resume them once it has fewer."""
-        for tp, actors in self._on_slot.items():
-            full = any(len(actor.mailbox.inbox) >= MAILBOX_LIMIT for actor in actors)
+    def _pace(self, consumer: AIOKafkaConsumer, posted: Iterable[TopicPartition]) -> None:
+        """Pause the slots just posted to where an actor has MAILBOX_LIMIT inbox records waiting; resume paused ones
+        once their actors have fewer."""
+        for tp in {*posted, *self._paused}:
+            full = any(len(actor.mailbox.inbox) >= MAILBOX_LIMIT for actor in self._on_slot.get(tp, ()))
             if full and tp not in self._paused:
                 consumer.pause(tp)
                 self._paused.add(tp)

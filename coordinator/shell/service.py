@@ -23,7 +23,6 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from types import TracebackType
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
@@ -50,7 +49,7 @@ from swarmlog.kafka.records import (
 )
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
-from swarmlog.lifecycle import start_in
+from swarmlog.lifecycle import Running, start_in
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
@@ -78,7 +77,7 @@ class InputRejected(SwarmlogError):
     """An input the coordinator's core rejected; it goes to the dead-letter topic with the reason."""
 
 
-class CoordinatorService:
+class CoordinatorService(Running):
     """One region's coordinator: `async with CoordinatorService(settings, region):` runs it until the block ends."""
 
     def __init__(
@@ -117,15 +116,6 @@ class CoordinatorService:
         self._snapshotted = (-1, 0.0)  # the journal offset of the last snapshot, and when it was taken
         self._inputs_since_ms = 0  # since when the inputs have been read (see Tick), unless a broker wait ended later
         self._broker = BrokerWait(self._sensor, settings.bootstrap or "", "take the coordinator's announcements")
-
-    async def __aenter__(self) -> CoordinatorService:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-    ) -> None:
-        await self.stop()
 
     @property
     def folded(self) -> FoldedJournal:

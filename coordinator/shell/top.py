@@ -26,7 +26,6 @@ import contextlib
 import logging
 from asyncio import Future
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -40,7 +39,7 @@ from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogErro
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
-from swarmlog.lifecycle import start_in
+from swarmlog.lifecycle import Running, start_in
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import MissionSubmitted
@@ -56,7 +55,7 @@ class TopJournalUnreadable(SwarmlogError):
     """The top's journal holds a record that does not decode: the top level will not guess what it decided."""
 
 
-class TopService:
+class TopService(Running):
     """The top level: `async with TopService(settings):` runs it until the block ends."""
 
     def __init__(self, settings: Settings, config: top.Config | None = None, *, recovery_timeout_s: float = 120.0):
@@ -71,15 +70,6 @@ class TopService:
         self.state = top.PROJECTION.initial(config)
         self._clock = 0  # the journal's latest event time: time never goes back, and tick ids are never reused
         self._last_bucket = 0
-
-    async def __aenter__(self) -> TopService:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """Fold the journal to its end, read the regions' announcements, re-send the running shares, then consume."""

@@ -76,22 +76,20 @@ def agent(
 ) -> None:
     """Register, heartbeat and work on the tasks in this agent's inbox partition until SIGTERM."""
     settings = _settings(bootstrap, metrics_port)
-    config = AgentConfig(
-        agent_id=agent_id,
-        capabilities=_listed(capabilities),
-        brain=brain,
-        model=model,
-        gpu=gpu,
-        node=node or socket.gethostname(),
-        region=region,
-        slot=_slot(settings, agent_id, slot),
-        data_dir=data_dir or settings.cache_dir / "agents",
-        heartbeat_s=heartbeat_s,
-        ask_peers=ask_peers,
-        ask_timeout_s=ask_timeout_s,
-        ground_truth=ground_truth,
-        resync_s=resync_s,
+    shared = _Shared(
+        capabilities,
+        brain,
+        model,
+        node,
+        region,
+        data_dir,
+        heartbeat_s,
+        ask_peers,
+        ask_timeout_s,
+        ground_truth,
+        resync_s,
     )
+    config = shared.config(settings, agent_id, gpu, slot)
     logs.configure()
     asyncio.run(run_agent(config, settings))
 
@@ -133,33 +131,66 @@ def fleet(
     if count < 1 or (gpus and count != len(devices)):
         raise ConfigError(f"--agents {count} with --gpus {gpus!r}: give one agent per GPU, and at least one agent")
     host = name or socket.gethostname()
-    template = AgentConfig(
-        agent_id="",
-        capabilities=_listed(capabilities),
-        brain=brain,
-        model=model,
-        gpu=None,
-        node=node or socket.gethostname(),
-        region=region,
-        slot=0,
-        data_dir=data_dir or settings.cache_dir / "agents",
-        heartbeat_s=heartbeat_s,
-        ask_peers=ask_peers,
-        ask_timeout_s=ask_timeout_s,
-        ground_truth=ground_truth,
-        resync_s=resync_s,
+    shared = _Shared(
+        capabilities,
+        brain,
+        model,
+        node,
+        region,
+        data_dir,
+        heartbeat_s,
+        ask_peers,
+        ask_timeout_s,
+        ground_truth,
+        resync_s,
     )
     configs = [
-        dataclasses.replace(
-            template,
-            agent_id=f"{host}-{n}",
-            gpu=devices[n] if gpus else None,
-            slot=_slot(settings, f"{host}-{n}", None if first_slot is None else first_slot + n),
+        shared.config(
+            settings,
+            f"{host}-{n}",
+            devices[n] if gpus else None,
+            None if first_slot is None else first_slot + n,
         )
         for n in range(count)
     ]
     logs.configure()
-    asyncio.run(run_agents(configs, settings, f"fleet:{host}", template.data_dir / f"fleet-{host}"))
+    asyncio.run(run_agents(configs, settings, f"fleet:{host}", configs[0].data_dir / f"fleet-{host}"))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shared:
+    """The options `agent` and `fleet` share, as given on the command line."""
+
+    capabilities: str
+    brain: str
+    model: str | None
+    node: str | None
+    region: str
+    data_dir: Path | None
+    heartbeat_s: float
+    ask_peers: bool
+    ask_timeout_s: float
+    ground_truth: str
+    resync_s: float
+
+    def config(self, settings: Settings, agent_id: str, gpu: int | None, slot: int | None) -> AgentConfig:
+        """One agent's configuration from these options; a ConfigError for a slot outside the inbox partitions."""
+        return AgentConfig(
+            agent_id=agent_id,
+            capabilities=_listed(self.capabilities),
+            brain=self.brain,
+            model=self.model,
+            gpu=gpu,
+            node=self.node or socket.gethostname(),
+            region=self.region,
+            slot=_slot(settings, agent_id, slot),
+            data_dir=self.data_dir or settings.cache_dir / "agents",
+            heartbeat_s=self.heartbeat_s,
+            ask_peers=self.ask_peers,
+            ask_timeout_s=self.ask_timeout_s,
+            ground_truth=self.ground_truth,
+            resync_s=self.resync_s,
+        )
 
 
 def _settings(bootstrap: str | None, metrics_port: int | None) -> Settings:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ConfigError, EncodeError, ServiceError
+from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
@@ -20,7 +20,7 @@ def idempotence_supported(settings: Settings) -> bool:
     return settings.broker != "tansu"
 
 
-class EventProducer:
+class EventProducer(Running):
     """An aiokafka producer that only writes catalogued events to the topics that carry them."""
 
     def __init__(self, settings: Settings, *, client_id: str, transactional_id: str | None = None, **options: Any):
@@ -38,15 +38,6 @@ class EventProducer:
             max_request_size=settings.max_message_bytes,
             **options,
         )
-
-    async def __aenter__(self) -> EventProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """Connect to the broker; a ServiceError says how to fix an unreachable one."""
