@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -76,19 +77,7 @@ def agent(
 ) -> None:
     """Register, heartbeat and work on the tasks in this agent's inbox partition until SIGTERM."""
     settings = _settings(bootstrap, metrics_port)
-    shared = _Shared(
-        capabilities,
-        brain,
-        model,
-        node,
-        region,
-        data_dir,
-        heartbeat_s,
-        ask_peers,
-        ask_timeout_s,
-        ground_truth,
-        resync_s,
-    )
+    shared = _Shared.of(locals())
     config = shared.config(settings, agent_id, gpu, slot)
     logs.configure()
     asyncio.run(run_agent(config, settings))
@@ -131,19 +120,7 @@ def fleet(
     if count < 1 or (gpus and count != len(devices)):
         raise ConfigError(f"--agents {count} with --gpus {gpus!r}: give one agent per GPU, and at least one agent")
     host = name or socket.gethostname()
-    shared = _Shared(
-        capabilities,
-        brain,
-        model,
-        node,
-        region,
-        data_dir,
-        heartbeat_s,
-        ask_peers,
-        ask_timeout_s,
-        ground_truth,
-        resync_s,
-    )
+    shared = _Shared.of(locals())
     configs = [
         shared.config(
             settings,
@@ -172,6 +149,11 @@ class _Shared:
     ask_timeout_s: float
     ground_truth: str
     resync_s: float
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> _Shared:
+        """These options from a command's arguments (its `locals()`)."""
+        return cls(**{field.name: options[field.name] for field in dataclasses.fields(cls)})
 
     def config(self, settings: Settings, agent_id: str, gpu: int | None, slot: int | None) -> AgentConfig:
         """One agent's configuration from these options; a ConfigError for a slot outside the inbox partitions."""
