@@ -34,11 +34,13 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
     ends = EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets")
     app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
     progress = Progress(app, PROJECTION.topics, ends)
-    # A gap of a few ticks without an answer is an outage (or the worker stalled): the watch starts again.
+    # A gap without an answer long enough to make a 1 Hz agent look silent for half the timeout is an outage (or the
+    # worker stalled): the watch starts again. A shorter one is a busy broker answering late: under the load of 2,000
+    # agents it answered every few seconds after 2-3 s, and a watch restarting each time never let a silence last.
     watch = Watch(
         ends,
         config.settings.bootstrap or "",
-        gap_ms=int(config.tick_s * 4000),
+        gap_ms=max(int(config.tick_s * 4000), config.liveness_timeout_ms // 2),
         sensor=io.sensor,
         writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
     )
@@ -55,7 +57,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
                 in_flight.folded(event.event_id)
 
     async def declare_deaths() -> None:
-        if not await watch.check(patience_s=config.tick_s * 2) or not progress.settled():
+        if not await watch.check(patience_s=config.tick_s * 4) or not progress.settled():
             return
         if not recovered and progress.caught_up():
             recovered.append(time.monotonic())
@@ -67,8 +69,9 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
         if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
             return
         # A heartbeat written before `now` may not be folded yet: decide for the latest moment before which every
-        # record is folded (a heartbeat folded after it only shows an agent alive).
-        folded_until = await progress.folded_until(patience_s=config.tick_s * 2)
+        # record is folded (a heartbeat folded after it only shows an agent alive). The wait is short: a mark not
+        # reached now is decided on at a later tick, and a tick that ran long would leave a gap in the watch.
+        folded_until = await progress.folded_until(patience_s=config.tick_s / 2)
         if folded_until is None:
             return
         deaths = decide_liveness(Registry(rows.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
