@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
 
 from swarmlog import topics
 from swarmlog.coordinator import PROJECTION, Config, Decision, Receive, Rejected, Tick, decide
@@ -61,6 +62,8 @@ TICK_MS = 250
 LAG_EVERY_S = 1.0
 SNAPSHOT_EVERY_EVENTS = 1_000
 SNAPSHOT_EVERY_S = 60.0
+INBOX_EVERY_S = 30.0
+"""How often the coordinator looks whether the inbox has grown (`swarmlog topics ensure --grow-inbox`)."""
 log = logging.getLogger("swarmlog.coordinator")
 INPUT_TOPICS = (
     topics.MISSIONS,
@@ -92,6 +95,7 @@ class CoordinatorService(Running):
         snapshot_every_s: float = SNAPSHOT_EVERY_S,
         start_timeout_ms: int = START_TIMEOUT_MS,
         retain_ended_ms: int = RETAIN_ENDED_MS,
+        inbox_every_s: float = INBOX_EVERY_S,
     ) -> None:
         if region not in settings.region_names:
             raise ConfigError(
@@ -112,6 +116,7 @@ class CoordinatorService(Running):
         self._last_bucket = 0
         self._sensor = sensor or Sensor()
         self._lag_at = 0.0
+        self._inbox_every_s, self._inbox_at = inbox_every_s, time.monotonic()
         self._snapshot_every = (snapshot_every_events, snapshot_every_s)
         self._snapshotted = (-1, 0.0)  # the journal offset of the last snapshot, and when it was taken
         self._inputs_since_ms = 0  # since when the inputs have been read (see Tick), unless a broker wait ended later
@@ -236,6 +241,7 @@ class CoordinatorService(Running):
                 await self._delivery.ack(_next_offsets(records))
             await self._tick()
             await self._report_lag(inputs)
+            await self._follow_the_inbox()
             await self._snapshot_if_due()
 
     async def _decide(self, records: list[ConsumerRecord]) -> list[Decision]:
@@ -342,6 +348,26 @@ class CoordinatorService(Running):
         if assigned:
             self._sensor.on_assigned(self._region, assigned)
         self._sensor.on_queue_depth(self._region, len(self._folded.state.queue))
+
+    async def _follow_the_inbox(self) -> None:
+        """Every inbox_every_s: when the inbox has more partitions than the region allocates slots from, allocate from
+        them all from now on (a restart would too: the partitions are counted at start). Each allocation records the
+        count it was made with, so the journal, not this, is what replay reads."""
+        if time.monotonic() - self._inbox_at < self._inbox_every_s:
+            return
+        self._inbox_at = time.monotonic()
+        try:
+            await self._producer.raw.client.force_metadata_update()
+        except KafkaError as exc:  # looked at again next time
+            log.debug("%s could not refresh the inbox's partitions: %s", self._name, exc)
+            return
+        count = len(await self._producer.raw.partitions_for(topics.INBOX))
+        if count <= self._config.inbox_partitions:
+            return
+        log.info("%s: the inbox has grown to %d partitions; slots are allocated from them", self._name, count)
+        self._config = dataclasses.replace(self._config, inbox_partitions=count)
+        state = dataclasses.replace(self._folded.state, config=self._config)
+        self._folded = dataclasses.replace(self._folded, state=state)
 
     async def _snapshot_if_due(self) -> None:
         """Snapshot the fold once SNAPSHOT_EVERY_EVENTS journal offsets or SNAPSHOT_EVERY_S seconds with new events
