@@ -12,9 +12,17 @@ ANSWER, ASK, REMEMBER, RECALL, VOTE, FAIL = "answer", "ask", "remember", "recall
 ACTIONS = (ANSWER, ASK, REMEMBER, RECALL, VOTE, FAIL)
 MAX_CONTENT = 300
 MAX_TARGET = 64
+ACTION_OVERHEAD_TOKENS = MAX_TARGET + 64
+"""What an action needs besides its content: its keys, kind, confidence and an ask's target."""
 # Enough tokens for any schema-valid action of ASCII text (a token covers at least one character), so constrained
 # output is never cut short into malformed JSON.
-MAX_ACTION_TOKENS = MAX_CONTENT + MAX_TARGET + 64
+MAX_ACTION_TOKENS = MAX_CONTENT + ACTION_OVERHEAD_TOKENS
+
+
+def content_limit(max_tokens: int) -> int:
+    """The longest content (characters) an action of at most `max_tokens` tokens is allowed, so that every
+    schema-valid action fits; at least 1."""
+    return max(1, max_tokens - ACTION_OVERHEAD_TOKENS)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,18 +44,23 @@ class Malformed:
 
 
 def action_schema(
-    allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (), targets: Sequence[str] = ()
+    allowed: Sequence[str] = ACTIONS,
+    candidates: Sequence[str] = (),
+    targets: Sequence[str] = (),
+    max_content: int = MAX_CONTENT,
 ) -> dict[str, Any]:
-    """The JSON schema of the allowed actions; a vote's candidate_id is one of `candidates`, an ask's target one of
-    `targets`, when given."""
-    return {"oneOf": [_variant(kind, candidates, targets) for kind in allowed]}
+    """The JSON schema of the allowed actions with contents of at most `max_content` characters; a vote's
+    candidate_id is one of `candidates`, an ask's target one of `targets`, when given."""
+    return {"oneOf": [_variant(kind, candidates, targets, max_content) for kind in allowed]}
 
 
-def _variant(kind: str, candidates: Sequence[str], targets: Sequence[str] = ()) -> dict[str, Any]:
+def _variant(
+    kind: str, candidates: Sequence[str], targets: Sequence[str] = (), max_content: int = MAX_CONTENT
+) -> dict[str, Any]:
     """The object schema of one action kind (the "action" key first, so decoding commits to a kind early)."""
     properties: dict[str, Any] = {
         "action": {"const": kind},
-        "content": {"type": "string", "maxLength": MAX_CONTENT},
+        "content": {"type": "string", "maxLength": max_content},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     }
     if kind == ASK:
@@ -60,7 +73,11 @@ def _variant(kind: str, candidates: Sequence[str], targets: Sequence[str] = ()) 
 
 
 def parse_action(
-    text: str, allowed: Sequence[str] = ACTIONS, candidates: Sequence[str] = (), targets: Sequence[str] = ()
+    text: str,
+    allowed: Sequence[str] = ACTIONS,
+    candidates: Sequence[str] = (),
+    targets: Sequence[str] = (),
+    max_content: int = MAX_CONTENT,
 ) -> Action | Malformed:
     """The action in a model's output, or Malformed saying why not; confidence is clamped into [0, 1]."""
     try:
@@ -79,8 +96,8 @@ def parse_action(
             f"{kind} needs exactly the fields {', '.join(sorted(expected))}, got {', '.join(sorted(value))}"
         )
     content, confidence = value["content"], value["confidence"]
-    if not isinstance(content, str) or len(content) > MAX_CONTENT:
-        return Malformed(f"content must be a string of at most {MAX_CONTENT} characters")
+    if not isinstance(content, str) or len(content) > max_content:
+        return Malformed(f"content must be a string of at most {max_content} characters")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not math.isfinite(confidence):
         return Malformed(f"confidence must be a finite number, got {confidence!r}")
     target, candidate = value.get("target"), value.get("candidate_id")

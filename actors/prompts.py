@@ -21,6 +21,7 @@ def task_prompt(
     allowed: Sequence[str] = (ANSWER,),
     step: int = 1,
     max_steps: int = 1,
+    max_content: int = MAX_CONTENT,
 ) -> str:
     """The prompt of one step of a task."""
     sections = [f"Task: {prompt}"]
@@ -31,7 +32,7 @@ def task_prompt(
     sections += _listed("Your notes so far", notes)
     sections.append(
         f"Step {step} of {max_steps}. Reply with one JSON object with the keys action ({' or '.join(allowed)}), "
-        f"content and confidence (0 to 1). The content is your own work on the task, at most {MAX_CONTENT} "
+        f"content and confidence (0 to 1). The content is your own work on the task, at most {max_content} "
         'characters. Use the action "answer" to give the final answer.'
     )
     if ASK in allowed:

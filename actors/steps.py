@@ -6,7 +6,18 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from swarmlog.actors.actions import ANSWER, ASK, FAIL, RECALL, REMEMBER, VOTE, Action, action_schema, parse_action
+from swarmlog.actors.actions import (
+    ANSWER,
+    ASK,
+    FAIL,
+    MAX_CONTENT,
+    RECALL,
+    REMEMBER,
+    VOTE,
+    Action,
+    action_schema,
+    parse_action,
+)
 from swarmlog.actors.domain import Ballot, E, Order, Question, emit
 from swarmlog.actors.groundtruth import GroundTruth
 from swarmlog.actors.prompts import task_prompt, vote_prompt
@@ -69,6 +80,8 @@ class Run:
     peers: tuple[str, ...] = ()
     asked: int = 0
     waiting: PeerWait | None = None
+    max_content: int = MAX_CONTENT
+    """The longest content an action of this run may have (characters): what the agent's token budget fits."""
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -81,7 +94,7 @@ class Run:
     @property
     def schema(self) -> dict[str, Any]:
         """The JSON schema the next generation is constrained to."""
-        return action_schema(self.allowed, targets=self.peers)
+        return action_schema(self.allowed, targets=self.peers, max_content=self.max_content)
 
     def prompt(self, memories: Sequence[str] = (), truth: GroundTruth | None = None) -> str:
         """The prompt of the next step."""
@@ -94,6 +107,7 @@ class Run:
             allowed=self.allowed,
             step=self.step + 1,
             max_steps=self.order.max_steps,
+            max_content=self.max_content,
         )
 
 
@@ -107,7 +121,7 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
         completion_tokens=run.completion_tokens + usage.completion_tokens,
     )
     used = _tokens(run.order.cause_id, step, run.agent_id, usage, run.order.mission_id, run.order.task_id)
-    action = parse_action(text, allowed, targets=run.peers)
+    action = parse_action(text, allowed, targets=run.peers, max_content=run.max_content)
     if not isinstance(action, Action):
         return (
             used,
@@ -197,22 +211,29 @@ def wait_ended(
     return ended, dataclasses.replace(run, waiting=None, notes=(*run.notes, note))
 
 
-def reply_schema() -> dict[str, Any]:
+def reply_schema(max_content: int = MAX_CONTENT) -> dict[str, Any]:
     """The JSON schema of an answer to a peer's question."""
-    return action_schema((ANSWER,))
+    return action_schema((ANSWER,), max_content=max_content)
 
 
-def reply_prompt(asked: Question) -> str:
+def reply_prompt(asked: Question, max_content: int = MAX_CONTENT) -> str:
     """The prompt of an answer to a peer's question."""
     return task_prompt(
-        f"Agent {asked.from_agent_id} asks you: {asked.question}", {}, allowed=(ANSWER,), step=1, max_steps=1
+        f"Agent {asked.from_agent_id} asks you: {asked.question}",
+        {},
+        allowed=(ANSWER,),
+        step=1,
+        max_steps=1,
+        max_content=max_content,
     )
 
 
-def reply(asked: Question, agent_id: str, text: str, usage: Usage) -> tuple[TokensUsed, PeerAnswered]:
+def reply(
+    asked: Question, agent_id: str, text: str, usage: Usage, max_content: int = MAX_CONTENT
+) -> tuple[TokensUsed, PeerAnswered]:
     """TokensUsed, then the PeerAnswered for the asker (an error when the output is not a valid answer)."""
     used = _tokens(asked.cause_id, 1, agent_id, usage, asked.mission_id, asked.task_id)
-    action = parse_action(text, (ANSWER,))
+    action = parse_action(text, (ANSWER,), max_content=max_content)
     answer, error = (action.content, None) if isinstance(action, Action) else (None, f"malformed: {action.reason}")
     answered = emit(
         asked.cause_id,

@@ -7,9 +7,40 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from swarmlog.actors.actions import ACTION_OVERHEAD_TOKENS, MAX_ACTION_TOKENS
 from swarmlog.errors import ConfigError
 
 BRAINS = ("llamacpp", "scripted", "openai", "vllm")
+LLAMACPP_CONTEXT = 2048
+"""The llama.cpp brain's context window (tokens): the prompt and the output share it."""
+PROMPT_ROOM = 512
+"""Tokens of the llama.cpp context kept for the prompt."""
+EVENT_ROOM_BYTES = 64 * 1024
+"""Bytes of an event kept for its fields besides the model's output."""
+DEFAULT_MAX_TOKENS = {"vllm": 2048, "openai": 2048}
+"""Tokens a generation may take by default, per brain: the seed's 2,048 where a GPU serves the model; elsewhere
+MAX_ACTION_TOKENS (a 300-character content), which a small model on a CPU core generates in seconds."""
+
+
+def max_tokens_for(brain: str, asked: int | None, max_message_bytes: int) -> int:
+    """The tokens a generation of `brain` may take: `asked`, else the brain's default; a ConfigError when an action
+    would not fit (too few tokens, more than the llama.cpp context leaves, or a content larger than an event)."""
+    tokens = asked if asked is not None else DEFAULT_MAX_TOKENS.get(brain, MAX_ACTION_TOKENS)
+    if tokens <= ACTION_OVERHEAD_TOKENS:
+        raise ConfigError(
+            f"--max-tokens {tokens} leaves no room for an action's content; give more than {ACTION_OVERHEAD_TOKENS}"
+        )
+    if brain == "llamacpp" and tokens > LLAMACPP_CONTEXT - PROMPT_ROOM:
+        raise ConfigError(
+            f"--max-tokens {tokens} does not fit the llama.cpp brain's {LLAMACPP_CONTEXT}-token context with room for "
+            f"the prompt; give at most {LLAMACPP_CONTEXT - PROMPT_ROOM}"
+        )
+    if 4 * tokens + EVENT_ROOM_BYTES > max_message_bytes:  # a token is at most 4 bytes of UTF-8 content
+        raise ConfigError(
+            f"--max-tokens {tokens} allows outputs larger than an event ({max_message_bytes} bytes, "
+            f"SWARMLOG_MAX_MESSAGE_BYTES); give at most {(max_message_bytes - EVENT_ROOM_BYTES) // 4}"
+        )
+    return tokens
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

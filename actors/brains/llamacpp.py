@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from swarmlog.actors.brains import Generation
+from swarmlog.actors.brains import LLAMACPP_CONTEXT, Generation
 from swarmlog.errors import ConfigError
 from swarmlog.packaged import package_dir
 
@@ -42,7 +42,12 @@ class LlamaCppBrain:
             raise ConfigError(f"no GGUF model at {model_path}; pass --model PATH")
         self.model = model_path.name
         self._llama = Llama(
-            str(model_path), n_ctx=2048, n_threads=n_threads, n_gpu_layers=n_gpu_layers, seed=seed, verbose=False
+            str(model_path),
+            n_ctx=LLAMACPP_CONTEXT,
+            n_threads=n_threads,
+            n_gpu_layers=n_gpu_layers,
+            seed=seed,
+            verbose=False,
         )
         self._seed = seed
         self._lock = threading.Lock()

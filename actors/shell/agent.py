@@ -17,7 +17,7 @@ from typing import Any
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
-from swarmlog.actors.actions import RECALL, REMEMBER
+from swarmlog.actors.actions import RECALL, REMEMBER, content_limit
 from swarmlog.actors.brains import Brain, Generation, open_brain
 from swarmlog.actors.domain import (
     PROJECTION,
@@ -97,6 +97,7 @@ class AgentProcess:
 
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
+        self._max_content = content_limit(config.max_tokens)  # what every action of this agent may say
         self._sensor = sensor or Sensor()
         self._topic_of = {
             name: spec.name for spec in catalog(settings) if "agent" in spec.writers for name in spec.events
@@ -299,7 +300,9 @@ class AgentProcess:
         The prompt carries the memories nearest to the task, then to the agent's last `recall`; a `remember` step
         also records an ExperienceRecorded with its embedding.
         """
-        run: Run | None = Run(order, self._config.agent_id, started_ms=now_ms(), peers=self._targets())
+        run: Run | None = Run(
+            order, self._config.agent_id, started_ms=now_ms(), peers=self._targets(), max_content=self._max_content
+        )
         memories = await self._recall(order.prompt)
         while run is not None:
             self._run = run
@@ -377,11 +380,15 @@ class AgentProcess:
     async def _reply(self, asked: Question) -> None:
         """Have the model answer a peer's question, into the asker's inbox slot."""
         try:
-            generation = await self._brain.generate(reply_prompt(asked), reply_schema(), self._config.max_tokens)
+            generation = await self._brain.generate(
+                reply_prompt(asked, self._max_content), reply_schema(self._max_content), self._config.max_tokens
+            )
         except Exception as exc:  # the asker still gets an answer: an error, so it does not wait in vain
             log.exception("brain failed on question %s", asked.question_id)
             generation = Generation(f"model error: {type(exc).__name__}: {exc}", 0, 0)
-        used, answered = reply(asked, self._config.agent_id, generation.text, self._usage(generation))
+        used, answered = reply(
+            asked, self._config.agent_id, generation.text, self._usage(generation), self._max_content
+        )
         await self._write([used])
         await self._outbox.deliver(answered, asked.reply_slot)
         self._sensor.on_produced(INBOX)

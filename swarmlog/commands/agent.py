@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from swarmlog import logs
-from swarmlog.actors.brains import BRAINS
+from swarmlog.actors.brains import BRAINS, max_tokens_for
 from swarmlog.actors.shell.agent import run_agent, run_agents
 from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.commands.common import one_line_errors
@@ -27,6 +27,14 @@ Model = Annotated[
 Node = Annotated[str | None, typer.Option(help="Node name (default: this host's name).")]
 Region = Annotated[str, typer.Option(help="The coordinator region the agents belong to.")]
 DataDir = Annotated[Path | None, typer.Option(help="Where the agents' store lives (default: cache dir/agents).")]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        envvar="SWARMLOG_MAX_TOKENS",
+        help="Tokens a generation may take (default: 2048 on vllm and openai, 428 elsewhere); contents get what "
+        "an action leaves of them.",
+    ),
+]
 HeartbeatS = Annotated[float, typer.Option(help="Seconds between heartbeats.")]
 AskPeers = Annotated[
     bool,
@@ -57,6 +65,7 @@ def agent(
     capabilities: Capabilities = "",
     brain: BrainName = "llamacpp",
     model: Model = None,
+    max_tokens: MaxTokens = None,
     gpu: Annotated[int | None, typer.Option(help="The GPU index this agent owns (none: CPU).")] = None,
     node: Node = None,
     region: Region = "region-0",
@@ -101,6 +110,7 @@ def fleet(
     capabilities: Capabilities = "",
     brain: BrainName = "llamacpp",
     model: Model = None,
+    max_tokens: MaxTokens = None,
     node: Node = None,
     region: Region = "region-0",
     data_dir: DataDir = None,
@@ -141,6 +151,7 @@ class _Shared:
     capabilities: str
     brain: str
     model: str | None
+    max_tokens: int | None
     node: str | None
     region: str
     data_dir: Path | None
@@ -162,6 +173,7 @@ class _Shared:
             capabilities=_listed(self.capabilities),
             brain=self.brain,
             model=self.model,
+            max_tokens=max_tokens_for(self.brain, self.max_tokens, settings.max_message_bytes),
             gpu=gpu,
             node=self.node or socket.gethostname(),
             region=self.region,
