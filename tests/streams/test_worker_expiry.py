@@ -5,6 +5,7 @@ stay equal to the replay of their topics."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import signal
 import time
@@ -19,6 +20,7 @@ from faust.serializers import codecs
 from worker_harness import Client, Worker, now_event, registered, table_differences, tables_settled
 
 from swarmlog.envelope import now_ms
+from swarmlog.kafka.admin import ensure_topics
 from swarmlog.replay.diff import read_table
 from swarmlog.replay.source import read
 from swarmlog.schemas.events import Event
@@ -28,6 +30,18 @@ from swarmlog.topics import spec_for
 pytestmark = pytest.mark.slow
 REGISTRY, USAGE = "swarm.agents.registry", "swarm.usage"
 LONG_AGO = timedelta(hours=2)
+
+
+@pytest.fixture
+def settings(own_broker, redis_url: str) -> Settings:
+    """A broker of the module's own: on the suite's shared one a new worker first folds every earlier test's registry,
+    heartbeats and usage (minutes of them at the end of the suite), which is the recovery bench's measure, not this
+    test's subject."""
+    configured = dataclasses.replace(
+        Settings.from_env(), broker=own_broker.kind, bootstrap=own_broker.bootstrap, redis_url=redis_url
+    )
+    asyncio.run(ensure_topics(configured))
+    return configured
 
 
 def sharing_a_partition(settings: Settings, run: str, names: tuple[str, ...]) -> list[str]:
@@ -61,8 +75,7 @@ async def changelog_history(settings: Settings, app_id: str, table: str, keys: s
 
 
 async def written(settings: Settings, app_id: str, rows: dict[str, str], timeout_s: float = 180) -> None:
-    """Wait until each table's changelog holds a value for its row (the worker folded and wrote it; a new worker on
-    the suite's shared broker first folds every earlier test's registry and usage)."""
+    """Wait until each table's changelog holds a value for its row (the worker folded and wrote it)."""
     deadline = time.monotonic() + timeout_s
     for table, key in rows.items():
         while True not in (await changelog_history(settings, app_id, table, {key}))[key]:
