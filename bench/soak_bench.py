@@ -244,7 +244,7 @@ async def soak(
     began = time.monotonic()
     end = began + args.minutes * 60
     follows: list[asyncio.Task[None]] = []
-    topics = [spec.name for spec in catalog(settings) if spec.name != topics.JOURNAL]
+    garbage_topics = [spec.name for spec in catalog(settings) if spec.name != topics.JOURNAL]
     producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, enable_idempotence=True, acks="all")
     await producer.start()
     due_mission = due_kill = due_garbage = due_sample = began
@@ -275,7 +275,7 @@ async def soak(
                 value = GARBAGE[kind]
                 # Keyed: compacted topics (the registry, the ground truth) refuse records without a key.
                 await producer.send_and_wait(
-                    rng.choice(topics), rng.randbytes(64) if value is None else value, key=b"soak-garbage"
+                    rng.choice(garbage_topics), rng.randbytes(64) if value is None else value, key=b"soak-garbage"
                 )
                 tally.garbage[kind] += 1
                 due_garbage = now + args.garbage_every
