@@ -104,7 +104,7 @@ class CoordinatorService(Running):
             )
         self._settings = settings
         self._region = region
-        self._config = Config(region, settings.region_names, start_timeout_ms, retain_ended_ms)
+        self._timeouts = (start_timeout_ms, retain_ended_ms)  # the config's, once start counts the inbox
         self._snapshot_dir = (data_dir or settings.cache_dir / "coordinator") / region
         self._recovery_timeout_s = recovery_timeout_s
         self._name = f"swarmlog-coordinator-{region}"
@@ -127,6 +127,11 @@ class CoordinatorService(Running):
         """The journal as this coordinator has folded it (recovered, plus everything it wrote since)."""
         return self._folded
 
+    @property
+    def config(self) -> Config:
+        """The config the coordinator decides with: its folded state's (set at start, grown with the inbox)."""
+        return self._folded.state.config
+
     async def start(self) -> None:
         """Recover from the journal (and snapshot), re-send the last write's messages, then consume."""
         if self._task is not None:
@@ -145,8 +150,8 @@ class CoordinatorService(Running):
             )
             journal = await start_in(self._stack, reader(settings, f"{self._name}-recovery", self._committed_reads))
             inbox = await self._producer.raw.partitions_for(topics.INBOX)  # slots are allocated from these
-            self._config = dataclasses.replace(self._config, inbox_partitions=len(inbox))
-            empty = PROJECTION.initial(self._config)
+            config = Config(self._region, settings.region_names, *self._timeouts, inbox_partitions=len(inbox))
+            empty = PROJECTION.initial(config)
             started = time.monotonic()
             self._folded = await recover(
                 journal, self._codec, partition, empty, snapshots.load(self._snapshot_dir), self._recovery_timeout_s
@@ -362,11 +367,10 @@ class CoordinatorService(Running):
             log.debug("%s could not refresh the inbox's partitions: %s", self._name, exc)
             return
         count = len(await self._producer.raw.partitions_for(topics.INBOX))
-        if count <= self._config.inbox_partitions:
+        if count <= self.config.inbox_partitions:
             return
         log.info("%s: the inbox has grown to %d partitions; slots are allocated from them", self._name, count)
-        self._config = dataclasses.replace(self._config, inbox_partitions=count)
-        state = dataclasses.replace(self._folded.state, config=self._config)
+        state = dataclasses.replace(self._folded.state, config=dataclasses.replace(self.config, inbox_partitions=count))
         self._folded = dataclasses.replace(self._folded, state=state)
 
     async def _snapshot_if_due(self) -> None:
