@@ -10,11 +10,35 @@ from typing import Any, Protocol
 from swarmlog.actors.actions import ACTION_OVERHEAD_TOKENS, MAX_ACTION_TOKENS
 from swarmlog.errors import ConfigError
 
-BRAINS = ("llamacpp", "scripted", "openai", "vllm")
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """A brain's context window: the prompt and the output share its tokens."""
+
+    label: str
+    """The brain as messages name it."""
+    tokens: int
+    prompt_room: int
+    """Tokens of the context kept for the prompt."""
+
+    @property
+    def output_room(self) -> int:
+        """The most tokens an output may take."""
+        return self.tokens - self.prompt_room
+
+
 LLAMACPP_CONTEXT = 2048
-"""The llama.cpp brain's context window (tokens): the prompt and the output share it."""
+"""The llama.cpp brain's context window (tokens)."""
 PROMPT_ROOM = 512
 """Tokens of the llama.cpp context kept for the prompt."""
+CONTEXT_WINDOWS: Mapping[str, ContextWindow | None] = {
+    "llamacpp": ContextWindow("llama.cpp", LLAMACPP_CONTEXT, PROMPT_ROOM),
+    "scripted": None,
+    "openai": None,
+    "vllm": None,
+}
+"""Each brain's context window where it limits the output; None where nothing here does (a server enforces its own)."""
+BRAINS = tuple(CONTEXT_WINDOWS)
 EVENT_ROOM_BYTES = 64 * 1024
 """Bytes of an event kept for its fields besides the model's output."""
 DEFAULT_MAX_TOKENS = {"vllm": 2048, "openai": 2048}
@@ -24,16 +48,17 @@ MAX_ACTION_TOKENS (a 300-character content), which a small model on a CPU core g
 
 def max_tokens_for(brain: str, asked: int | None, max_message_bytes: int) -> int:
     """The tokens a generation of `brain` may take: `asked`, else the brain's default; a ConfigError when an action
-    would not fit (too few tokens, more than the llama.cpp context leaves, or a content larger than an event)."""
+    would not fit (too few tokens, more than the brain's context leaves, or a content larger than an event)."""
     tokens = asked if asked is not None else DEFAULT_MAX_TOKENS.get(brain, MAX_ACTION_TOKENS)
     if tokens <= ACTION_OVERHEAD_TOKENS:
         raise ConfigError(
             f"--max-tokens {tokens} leaves no room for an action's content; give more than {ACTION_OVERHEAD_TOKENS}"
         )
-    if brain == "llamacpp" and tokens > LLAMACPP_CONTEXT - PROMPT_ROOM:
+    context = CONTEXT_WINDOWS.get(brain)
+    if context is not None and tokens > context.output_room:
         raise ConfigError(
-            f"--max-tokens {tokens} does not fit the llama.cpp brain's {LLAMACPP_CONTEXT}-token context with room for "
-            f"the prompt; give at most {LLAMACPP_CONTEXT - PROMPT_ROOM}"
+            f"--max-tokens {tokens} does not fit the {context.label} brain's {context.tokens}-token context with room "
+            f"for the prompt; give at most {context.output_room}"
         )
     if 4 * tokens + EVENT_ROOM_BYTES > max_message_bytes:  # a token is at most 4 bytes of UTF-8 content
         raise ConfigError(
