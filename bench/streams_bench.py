@@ -59,6 +59,7 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
+from swarmlog.streams.app.grouped import group_of
 from swarmlog.streams.app.tables import load_value
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS
 
@@ -444,10 +445,10 @@ async def throughput(
     """One burst per processor through the running worker, one after the other, and the baseline of each."""
     bootstrap, app = settings.bootstrap, worker.app_id
     assert worker.process is not None
-    plans = {
-        "registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog"),
-        "budgets": ([USAGE], [], f"{app}-budgets-changelog"),
-        "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog"),
+    plans = {  # inputs, internal topics, the changelog, the group that folds them
+        "registry": ([REGISTRY, HEARTBEATS], [], f"{app}-registry-changelog", group_of(app, "registry")),
+        "budgets": ([USAGE], [], f"{app}-budgets-changelog", app),
+        "waitgraph": ([WAITS], [f"{app}-waits-global"], f"{app}-waitgraph-changelog", app),
     }
     plans = {processor: plans[processor] for processor in processors}
     results = []
@@ -458,7 +459,7 @@ async def throughput(
     await admin.start()
     await producer.start()
     try:
-        for processor, (inputs, internal, changelog) in plans.items():
+        for processor, (inputs, internal, changelog, group) in plans.items():
             records = burst_records(processor, events)
             inputs_before = await end_offsets(probe, inputs)
             changelog_before = await end_offsets(probe, [changelog])
@@ -472,9 +473,9 @@ async def throughput(
             inputs_after = await end_offsets(probe, inputs)
             # Done when the worker committed past the burst (internal topics too) and its changelog stopped growing.
             async with asyncio.timeout(600):
-                while not await committed_through(admin, app, inputs_after):
+                while not await committed_through(admin, group, inputs_after):
                     await asyncio.sleep(0.25)
-                while not await committed_through(admin, app, await end_offsets(probe, internal)):
+                while not await committed_through(admin, group, await end_offsets(probe, internal)):
                     await asyncio.sleep(0.25)
                 changelog_after = await end_offsets(probe, [changelog])
                 while True:

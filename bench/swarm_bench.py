@@ -73,6 +73,7 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.services import open_broker, open_redis
 from swarmlog.settings import Settings
+from swarmlog.streams.app.grouped import group_of
 
 FINAL_TASK = "@final"  # the coordinator's id of a mission's final task (coordinator/state.py)
 WORK, DECIDE = "work", "decision_making"
@@ -392,7 +393,9 @@ async def measure(
             settings, topics.TASK_EVENTS, start="end", keep=lambda e: isinstance(e, TaskStarted | TaskCompleted)
         ) as tasks,
         Collector(settings, topics.REGISTRY, start="end", keep=lambda e: isinstance(e, AgentDeclaredDead)) as deaths,
-        lag_sampler(settings, group, next(p.pid for p in processes if p.name == "streams")) as lag,
+        lag_sampler(
+            settings, group_of(group, "registry"), next(p.pid for p in processes if p.name == "streams")
+        ) as lag,
     ):
         started = time.monotonic()
         for region in regions:

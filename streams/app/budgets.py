@@ -47,7 +47,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
     policy, window_ms = config.budget_policy, config.budget_window_ms
     rows = KeyedRows(app, table, PROJECTION.topics, functools.partial(expires_at, window_ms=window_ms))
     evolve = functools.partial(evolve_usage, window_ms=window_ms)
-    in_flight = InFlight(app)
+    in_flight = InFlight(lambda: app.consumer_generation_id)
 
     def state(usage: dict[str, AgentUsage]) -> Budgets:
         return Budgets(usage, window_ms=window_ms)

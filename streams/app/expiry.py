@@ -5,19 +5,22 @@
 
 from __future__ import annotations
 
-import faust
+from collections.abc import Callable
+
+Generation = Callable[[], int]
+"""A group's generation now: it changes at each rebalance."""
 
 
 class Rebalances:
     """Whether the group rebalanced (its generation changed), so partitions may have moved, since last asked."""
 
-    def __init__(self, app: faust.App) -> None:
-        self._app = app
-        self._generation = app.consumer_generation_id
+    def __init__(self, generation: Generation) -> None:
+        self._generation_now = generation
+        self._generation = generation()
 
     def since_asked(self) -> bool:
         """Whether a rebalance happened since the last call (or since this was built)."""
-        generation, self._generation = self._generation, self._app.consumer_generation_id
+        generation, self._generation = self._generation, self._generation_now()
         return generation != self._generation
 
 
@@ -26,8 +29,8 @@ class InFlight:
     a decision of a partition that moved is folded by its new owner, and one sent again is a duplicate its readers
     drop (decisions' ids are derived from what they decide)."""
 
-    def __init__(self, app: faust.App) -> None:
-        self._rebalances = Rebalances(app)
+    def __init__(self, generation: Generation) -> None:
+        self._rebalances = Rebalances(generation)
         self._ids: set[str] = set()
 
     def sending(self, event_id: str) -> bool:

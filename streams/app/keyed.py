@@ -67,15 +67,23 @@ class PartitionRows:
         self._changed[key] = None
         return after
 
+    def changes(self) -> dict[str, Any]:
+        """The rows changed since last asked, by key (None: dropped); they count as written from now on."""
+        changed = {key: self._rows.get(key) for key in self._changed}
+        self._changed.clear()
+        return changed
+
+    def mark_changed(self, keys: Iterable[str]) -> None:
+        """Count these rows as changed again (their write failed)."""
+        self._changed.update(dict.fromkeys(keys))
+
     def write(self, table: FoldTable) -> None:
         """Write the rows changed since last written to `table` (inside an event of this partition)."""
-        for key in self._changed:
-            value = self._rows.get(key)
+        for key, value in self.changes().items():
             if value is not None:
                 table[key] = value
             elif key in table:
                 del table[key]
-        self._changed.clear()
 
 
 class KeyedRows:
@@ -86,7 +94,7 @@ class KeyedRows:
     ) -> None:
         self.table = table
         self._app, self._topics = app, frozenset(topics)
-        self._rebalances, self._expires_at = Rebalances(app), expires_at
+        self._rebalances, self._expires_at = Rebalances(lambda: app.consumer_generation_id), expires_at
         self._partitions: dict[int, PartitionRows] = {}
 
     def items(self) -> dict[str, Any]:

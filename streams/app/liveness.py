@@ -1,7 +1,7 @@
 """The registry table and liveness: registrations and heartbeats folded per agent, deaths decided on a timer.
 
-Both input topics are keyed by agent_id with the same partition count, so one agent folds them into one table
-co-partitioned with them. A death is produced to the registry topic and takes effect when folded back from there,
+Both input topics are keyed by agent_id with the same partition count, so one group folds them into one table
+co-partitioned with them, off Faust's per-record path (grouped.py): heartbeats are most of the worker's input. A death is produced to the registry topic and takes effect when folded back from there,
 so the log, not the table, decides what happened; deaths in flight are not decided again. A death's event_id is
 derived from its registration, so a duplicate after a crash is the same event and every reader dedupes it. The view
 of a dead or deregistered agent expires (`registry.expires_at`), so the table holds the agents of the last minutes.
@@ -11,29 +11,35 @@ from __future__ import annotations
 
 import time
 
-import faust
-
 from swarmlog.streams.registry import PROJECTION, Registry, agent_of, decide_liveness, evolve_agent, expires_at
 from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
 from .ends import EndOffsets
 from .expiry import InFlight
-from .keyed import CHUNK, CHUNK_S, KeyedRows
+from .grouped import Folded, GroupFold
 from .progress import Progress
-from .records import RawStream, WorkerTopics, now_ms, raw_topic
-from .tables import FoldTable, fold_table
+from .records import WorkerTopics, now_ms
+from .transport import WorkerApp
 from .watch import Watch
 
 REGISTRY, HEARTBEATS = PROJECTION.topics  # where deaths go (folded back from there), and the agents' heartbeats
 
 
-def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTable:
-    """Add the registry agent, its table and the liveness timer to `app`; returns the table."""
-    table = fold_table(app, "registry")
+def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFold:
+    """Add the registry's fold and the liveness timer to `app`; returns the fold."""
+
+    async def landed(folded: Folded) -> None:
+        for event, _ in folded:
+            in_flight.folded(event.event_id)
+
+    fold = app.group_fold(
+        GroupFold(config, io, "registry", PROJECTION.topics, agent_of, evolve_agent, expires_at, landed)
+    )
+    in_flight = InFlight(lambda: fold.generation)
     ends = EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets")
     app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
-    progress = Progress(app, PROJECTION.topics, ends)
+    progress = Progress(fold, ends)
     # A gap without an answer long enough to make a 1 Hz agent look silent for half the timeout is an outage (or the
     # worker stalled): the watch starts again. A shorter one is a busy broker answering late: under the load of 2,000
     # agents it answered every few seconds after 2-3 s, and a watch restarting each time never let a silence last.
@@ -44,17 +50,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
         sensor=io.sensor,
         writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
     )
-    rows, in_flight = KeyedRows(app, table, PROJECTION.topics, expires_at), InFlight(app)
-    built, recovered = (
-        time.monotonic(),
-        list[float](),
-    )  # recovery = from building the app to catching up with the inputs
-
-    async def fold(stream: RawStream) -> None:
-        # Every record counts as folded once its chunk is written, dead-lettered ones too.
-        async for chunk in io.decoded_chunks(stream, CHUNK, CHUNK_S, progress):
-            for event, _ in rows.fold_chunk(chunk, agent_of, evolve_agent):
-                in_flight.folded(event.event_id)
+    built, recovered = time.monotonic(), list[float]()  # recovery = from building the app to catching up
 
     async def declare_deaths() -> None:
         if not await watch.check(patience_s=config.tick_s * 4) or not progress.settled():
@@ -63,7 +59,7 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
             recovered.append(time.monotonic())
             io.sensor.on_recovered("streams", recovered[0] - built)
         now = now_ms()
-        views = rows.items()
+        views = fold.items()
         for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
         if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
@@ -74,11 +70,10 @@ def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> FoldTabl
         folded_until = await progress.folded_until(patience_s=config.tick_s / 2)
         if folded_until is None:
             return
-        deaths = decide_liveness(Registry(rows.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
+        deaths = decide_liveness(Registry(fold.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
         for death in deaths:
             if in_flight.sending(death.event_id):
                 await io.send(REGISTRY, death.agent_id, death)
 
-    app.agent(raw_topic(app, *PROJECTION.topics), name="registry")(fold)
     app.timer(config.tick_s, name="liveness")(declare_deaths)
-    return table
+    return fold

@@ -11,11 +11,11 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Collection
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import faust
 from faust.streams import _current_event
-from faust.types import TP, EventT, Message
+from faust.types import EventT
 
 from swarmlog import topics
 from swarmlog.errors import DecodeError
@@ -24,9 +24,6 @@ from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
 
-if TYPE_CHECKING:
-    from .progress import Progress
-
 CONSUMER = "swarmlog-streams"
 logger = logging.getLogger(__name__)
 
@@ -34,6 +31,16 @@ logger = logging.getLogger(__name__)
 def now_ms() -> int:
     """Wall-clock milliseconds since the epoch: the only clock the worker reads, passed into `decide_*`."""
     return time.time_ns() // 1_000_000
+
+
+class Consumed(Protocol):
+    """A consumed record, Faust's message or aiokafka's: its coordinates, key and value bytes."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
 
 
 RawStream: TypeAlias = faust.StreamT[bytes]
@@ -65,7 +72,7 @@ class WorkerTopics:
         self._carried: dict[str, frozenset[str]] = dict(TOPIC_EVENTS)
         self._max_message_bytes = max_message_bytes
         self._topics: dict[str, faust.TopicT] = {}
-        self._dead_lettered: dict[TP, int] = {}  # the last offset dead-lettered per partition: redeliveries skip it
+        self._dead_lettered: dict[tuple[str, int], int] = {}  # the last offset dead-lettered per partition: skipped
 
     def carries(self, topic: str, events: Collection[str]) -> None:
         """Declare the events an internal topic carries (the catalog's topics are known already)."""
@@ -80,22 +87,17 @@ class WorkerTopics:
         self.sensor.on_produced(topic)
 
     async def decoded_chunks(
-        self, stream: RawStream, size: int, within_s: float, progress: Progress | None = None
+        self, stream: RawStream, size: int, within_s: float
     ) -> AsyncIterator[list[tuple[RawRecord, Event]]]:
         """The stream's inputs with their events in chunks of at most `size` records or `within_s` seconds (any other
-        record goes to the dead letters instead), acknowledged once the loop over this is back for the next chunk;
-        `progress` hears of every record of a chunk then too."""
+        record goes to the dead letters instead), acknowledged once the loop over this is back for the next chunk."""
         assert isinstance(stream, faust.Stream), "an agent's stream"
         async for records in stream.take_events(size, within_s):
-            decoded = [(record, await self._input(record)) for record in records]
+            decoded = [(record, await self.input_of(record.message)) for record in records]
             yield [(record, event) for record, event in decoded if event is not None]
-            if progress is not None:
-                for record in records:
-                    progress.processed(record.message.tp, record.message.offset)
 
-    async def _input(self, record: RawRecord) -> Event | None:
+    async def input_of(self, message: Consumed) -> Event | None:
         """The record's event if it is an input of its topic; else None once it is dead-lettered."""
-        message = record.message  # the raw record: its coordinates, key and value bytes
         self.sensor.on_consumed(message.topic)
         try:
             return input_event(self.codec, message, self._carried.get(message.topic, frozenset()))
@@ -103,8 +105,9 @@ class WorkerTopics:
             await self._dead_letter(message, error)
             return None
 
-    async def _dead_letter(self, message: Message, error: DecodeError) -> None:
-        if self._dead_lettered.get(message.tp, -1) >= message.offset:  # read again after a rebalance: done already
+    async def _dead_letter(self, message: Consumed, error: DecodeError) -> None:
+        where = (message.topic, message.partition)
+        if self._dead_lettered.get(where, -1) >= message.offset:  # read again after a rebalance: done already
             return
         self.sensor.on_decode_failure(message.topic)
         letter = dead_letter(
@@ -115,7 +118,7 @@ class WorkerTopics:
             event_id=dead_letter_id(message.topic, message.partition, message.offset),
         )
         await self.send(topics.DEAD_LETTERS, message.topic, letter)
-        self._dead_lettered[message.tp] = message.offset
+        self._dead_lettered[where] = message.offset
         logger.warning(
             "dead-lettered %s[%d]@%d (%d bytes): %s",
             message.topic,

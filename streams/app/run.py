@@ -19,6 +19,8 @@ from .budgets import announce_window
 from .build import build_app
 from .config import StreamsConfig
 from .deadlocks import global_waits_topic
+from .grouped import CHANGELOG_CONFIGS
+from .transport import WorkerApp
 
 TOPIC_ALREADY_EXISTS = 36
 
@@ -46,11 +48,17 @@ class Worker(faust.Worker):  # its class name is in its log lines: "[^Worker]: R
         hold_back_repeats(logger)
 
 
-async def ensure_internal_topics(app: faust.App, config: StreamsConfig) -> None:
+async def ensure_internal_topics(app: WorkerApp, config: StreamsConfig) -> None:
     """Create the tables' changelogs and the global waits topic before Faust subscribes: on a fresh Apache Kafka,
     Faust's own declaration can land after its first partition assignment, which then ignores those topics."""
     settings = config.settings
-    wanted = [NewTopic(global_waits_topic(config), 1, settings.replication_factor)] + [
+    folded = [
+        NewTopic(
+            fold.changelog, settings.default_partitions, settings.replication_factor, topic_configs=CHANGELOG_CONFIGS
+        )
+        for fold in app.group_folds
+    ]
+    wanted = [NewTopic(global_waits_topic(config), 1, settings.replication_factor), *folded] + [
         NewTopic(
             table.changelog_topic.get_topic_name(),
             table.partitions or app.conf.topic_partitions,

@@ -59,6 +59,27 @@ def load_value(raw: bytes) -> Any:
         raise ValueError(f"not a fold record: {type(exc).__name__}: {exc}") from None
 
 
+def dump_value(value: Any) -> bytes:
+    """A table value's changelog bytes (as Faust writes them, so either reads the other's)."""
+    return codecs.dumps(CODEC, value)
+
+
+def dump_key(key: str) -> bytes:
+    """A table key's changelog bytes (JSON, as Faust's tables write them)."""
+    return codecs.dumps("json", key)
+
+
+def load_key(raw: bytes | None) -> str:
+    """A table key from its changelog bytes; ValueError when they are not a JSON string."""
+    try:
+        key = codecs.loads("json", raw or b"")
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a table key: {exc}") from None
+    if not isinstance(key, str):
+        raise ValueError(f"not a table key: {key!r}")
+    return key
+
+
 def fold_table(app: faust.App, name: str, partitions: int | None = None) -> FoldTable:
     """A table of fold states (records of swarmlog.streams) by string key; missing keys read as None."""
     table = app.Table(name, default=None, partitions=partitions, options={"driver": "rocksdict"})

@@ -3,12 +3,17 @@ app whose producer buffers a chunk's table writes without throttling."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import aiokafka
 import faust
 from faust.transport.drivers import aiokafka as driver
 from faust.types import ProducerT
 
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+
+if TYPE_CHECKING:
+    from .grouped import GroupFold
 
 BUFFERED_WRITES = 4000
 """Changelog records the producer buffer holds before Faust stops delivering records until it drains: a few chunks'
@@ -38,7 +43,18 @@ class Transport(driver.Transport):
 
 
 class WorkerApp(faust.App):
-    """The worker's Faust app, on the transport above, with a producer buffer of BUFFERED_WRITES."""
+    """The worker's Faust app, on the transport above, with a producer buffer of BUFFERED_WRITES, and the tables it
+    folds on groups of their own (grouped.py), started and stopped with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.group_folds: list[GroupFold] = []
+
+    def group_fold(self, fold: GroupFold) -> GroupFold:
+        """Run `fold` with the app; returns it."""
+        self.group_folds.append(fold)
+        self.service(fold)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
+        return fold
 
     def _new_transport(self) -> Transport:
         return Transport(self.conf.broker_consumer, self)

@@ -21,19 +21,16 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from faust.serializers import codecs
-from rocksdict import AccessType, Options, Rdict
 
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError
-from swarmlog.replay.diff import diff_table
+from swarmlog.replay.diff import diff_table, read_table
 from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import HEADER_SIZE, MAGIC, decode, encode
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import DeadlockDetected, from_fields
 from swarmlog.settings import Settings
 from swarmlog.streams import budgets, registry
-from swarmlog.streams.app.tables import load_value
 from swarmlog.topics import spec_for
 
 READY_TIMEOUT_S = 90
@@ -127,21 +124,9 @@ class Worker:
         return self.process.wait(timeout_s)
 
     def table(self, name: str) -> dict[str, Any]:
-        """The contents of a stopped worker's table, read from its RocksDB partitions."""
-        contents = {}
-        for path in sorted(self.data_dir.glob(f"**/tables/{name}-*.db")):
-            db = Rdict(str(path), Options(raw_mode=True), access_type=AccessType.read_only())
-            try:
-                contents.update(
-                    {
-                        codecs.loads("json", key): load_value(value)
-                        for key, value in db.items()
-                        if not key.startswith(b"__faust")
-                    }
-                )
-            finally:
-                db.close()
-        return contents
+        """A stopped worker's table as its changelog holds it (what a worker restores it from)."""
+        settings = Settings(broker=self.env["SWARMLOG_BROKER"], bootstrap=self.env["SWARMLOG_BOOTSTRAP"])
+        return asyncio.run(read_table(settings, f"{self.app_id}-{name}-changelog", self.app_id))[0]
 
 
 @contextlib.contextmanager
