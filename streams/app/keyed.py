@@ -1,35 +1,23 @@
-"""Keyed tables (registry, budgets) folded a chunk at a time: each partition's rows held decoded in memory with their
-expiries, and written to the table once per changed row per chunk.
+"""A keyed table's rows of one partition held decoded in memory, with their expiries, and the rows changed since
+last written (streams/app/grouped.py writes them to the changelog).
 
-Folding event by event cost a table read (a RocksDB get and an unpickle) and a table write (a pickle, a RocksDB put
-and a changelog record) per event. The worker is the only writer of the partitions it owns, so it holds their rows
-itself, read from the table at a partition's first chunk since the worker started or the group rebalanced; a chunk
-then costs one write per row it changed, whatever the number of its events (a changelog keeps only a row's last
+Folding event by event through a table cost a read (a get and an unpickle) and a write (a pickle, a put and a
+changelog record) per event. The worker is the only writer of the partitions it owns, so it holds their rows itself
+and writes each changed row once per flush, whatever the number of its events (a changelog keeps only a row's last
 value anyway).
 
-A keyed table is partitioned like its topics. A chunk is folded partition by partition, each partition's events in
-their order, and before each event the rows of its partition expired at its time are dropped
-(swarmlog.streams.keyed): the rows the replay drops too, folding each partition on its own. Faust writes a row to the
-partition of the current event, so a partition's rows are written while one of its events is current.
+A keyed table is partitioned like its topics. Before each event the rows of its partition expired at its time are
+dropped (swarmlog.streams.keyed): the rows the replay drops too, folding each partition on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-
-import faust
 
 from swarmlog.schemas.events import Event
 from swarmlog.streams.keyed import Expiries
 
-from .expiry import Rebalances
-from .records import RawRecord, inside
-from .tables import FoldTable
-
-CHUNK, CHUNK_S = 1000, 0.05
-"""Events folded together: up to CHUNK, or what came within CHUNK_S seconds (a heartbeat is folded that much later
-at most, well within the second a death may take beyond its timeout)."""
 Evolve = Callable[[Any, Event], Any]
 """One row's fold: the row (None: none) after an event."""
 
@@ -76,63 +64,3 @@ class PartitionRows:
     def mark_changed(self, keys: Iterable[str]) -> None:
         """Count these rows as changed again (their write failed)."""
         self._changed.update(dict.fromkeys(keys))
-
-    def write(self, table: FoldTable) -> None:
-        """Write the rows changed since last written to `table` (inside an event of this partition)."""
-        for key, value in self.changes().items():
-            if value is not None:
-                table[key] = value
-            elif key in table:
-                del table[key]
-
-
-class KeyedRows:
-    """The rows of a keyed table, held per partition while the worker owns it (all forgotten at a rebalance)."""
-
-    def __init__(
-        self, app: faust.App, table: FoldTable, topics: Iterable[str], expires_at: Callable[[Any], int | None]
-    ) -> None:
-        self.table = table
-        self._app, self._topics = app, frozenset(topics)
-        self._rebalances, self._expires_at = Rebalances(lambda: app.consumer_generation_id), expires_at
-        self._partitions: dict[int, PartitionRows] = {}
-
-    def items(self) -> dict[str, Any]:
-        """Every row of the partitions the worker is assigned (for a timer, between chunks): as held, or read from the
-        table while one of them is not held yet (none of its events folded since the start or the last rebalance)."""
-        self._forget_at_rebalance()
-        assigned = {tp.partition for tp in self._app.consumer.assignment() if tp.topic in self._topics}
-        if not assigned <= self._partitions.keys():
-            return dict(self.table.items())
-        return {key: value for partition in assigned for key, value in self._partitions[partition].rows.items()}
-
-    def of(self, partition: int) -> PartitionRows:
-        """The rows of `partition`, read from the table unless held (inside an event of that partition)."""
-        self._forget_at_rebalance()
-        if partition not in self._partitions:
-            # Inside an event a RocksDB-backed table reads that event's partition only (Faust keeps a database per
-            # partition), so `key in table` says whether a row is this partition's.
-            table = self.table
-            rows = {key: value for key, value in table.items() if key in table}
-            self._partitions[partition] = PartitionRows(rows, self._expires_at)
-        return self._partitions[partition]
-
-    def _forget_at_rebalance(self) -> None:
-        if self._rebalances.since_asked():
-            self._partitions.clear()
-
-    def fold_chunk(
-        self, chunk: Sequence[tuple[RawRecord, Event]], key_of: Callable[[Event], str | None], evolve: Evolve
-    ) -> list[tuple[Event, Any]]:
-        """Fold a chunk of the table's inputs partition by partition, then write each partition's changed rows; each
-        event with its key's row after it (None for an event about no row)."""
-        partitions: dict[int, list[tuple[RawRecord, Event]]] = {}
-        for record, event in chunk:
-            partitions.setdefault(record.message.partition, []).append((record, event))
-        folded: list[tuple[Event, Any]] = []
-        for partition, inputs in partitions.items():
-            inside(inputs[-1][0])
-            rows = self.of(partition)
-            folded += [(event, rows.fold(event, key_of(event), evolve)) for _, event in inputs]
-            rows.write(self.table)
-        return folded

@@ -1,11 +1,9 @@
-"""A keyed table folded a chunk at a time (streams/app/keyed.py): whatever the chunks, and whatever the table held
-before, it ends as the pure fold of the same events, expired rows gone, each chunk writing a changed row once."""
+"""A keyed table's held rows (streams/app/keyed.py): whatever the chunks and whatever the table held before, rows
+flushed to a changelog end as the pure fold of the same events, expired rows gone."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,22 +14,6 @@ from test_streams_registry import registered
 from swarmlog.schemas.events import Event
 from swarmlog.streams import registry
 from swarmlog.streams.app.keyed import PartitionRows
-
-
-class CountingTable(dict[str, Any]):
-    """A table that counts its writes (values and deletions) per key."""
-
-    def __init__(self, rows: dict[str, Any]) -> None:
-        super().__init__(rows)
-        self.writes: Counter[str] = Counter()
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.writes[key] += 1
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: str) -> None:
-        self.writes[key] += 1
-        super().__delitem__(key)
 
 
 def churn(agents: int, seed: int) -> list[Event]:
@@ -60,17 +42,31 @@ def chunks(events: Sequence[Event], sizes: Sequence[int]) -> Iterator[Sequence[E
 
 @settings(max_examples=40, deadline=None)
 @given(held=st.integers(0, len(EVENTS)), sizes=st.lists(st.integers(1, 500), min_size=1, max_size=8))
-def test_a_table_folded_in_any_chunks_is_the_pure_fold_and_each_chunk_writes_a_row_once(held, sizes):
+def test_rows_flushed_after_any_chunks_are_the_pure_fold_and_a_flush_names_each_changed_row_once(held, sizes):
     before = dict(registry.evolve_all(registry.INITIAL, EVENTS[:held]).agents)
-    rows, table = PartitionRows(dict(before), registry.expires_at), CountingTable(before)
+    rows, changelog = PartitionRows(dict(before), registry.expires_at), dict(before)
     for chunk in chunks(EVENTS[held:], sizes):
-        table.writes.clear()
         for each in chunk:
             rows.fold(each, registry.agent_of(each), registry.evolve_agent)
-        rows.write(table)
-        assert set(table.writes.values()) <= {1}, "a changed row is written once per chunk"
-        assert table == rows.rows
-    assert stable(dict(table)) == stable(dict(registry.evolve_all(registry.INITIAL, EVENTS).agents))
+        changes = rows.changes()
+        for key, value in changes.items():  # as a compacted changelog applies them: None is a tombstone
+            if value is None:
+                changelog.pop(key, None)
+            else:
+                changelog[key] = value
+        assert changelog == rows.rows
+        assert not rows.changes(), "a flush takes the changes: the next one starts empty"
+    assert stable(changelog) == stable(dict(registry.evolve_all(registry.INITIAL, EVENTS).agents))
+
+
+def test_rows_whose_write_failed_are_in_the_next_flush():
+    rows = PartitionRows({}, registry.expires_at)
+    for each in EVENTS[:5]:
+        rows.fold(each, registry.agent_of(each), registry.evolve_agent)
+    failed = rows.changes()
+    assert failed and not rows.changes()
+    rows.mark_changed(failed)
+    assert rows.changes() == failed
 
 
 def test_the_churn_expires_rows_so_a_chunk_deletes_some():

@@ -39,15 +39,13 @@ class Sent(WorkerTopics):
 
 
 def record(value: bytes, key: bytes | None = b"agent-1", offset: int = 7, topic: str = HEARTBEATS) -> SimpleNamespace:
-    """A consumed record as Faust gives it: its message holds the coordinates and the raw key and value."""
-    return SimpleNamespace(
-        message=SimpleNamespace(topic=topic, partition=3, offset=offset, tp=(topic, 3), key=key, value=value)
-    )
+    """A consumed record, as aiokafka gives it (and Faust as a record's message): coordinates, raw key and value."""
+    return SimpleNamespace(topic=topic, partition=3, offset=offset, key=key, value=value)
 
 
 def taken(io: Sent, *records: SimpleNamespace) -> list:
     """What the worker makes of each record: its event, or None once dead-lettered."""
-    return [asyncio.run(io._input(each)) for each in records]
+    return [asyncio.run(io.input_of(each)) for each in records]
 
 
 def test_what_fits_is_kept_whole():
