@@ -6,7 +6,8 @@ One command per scenario (issue #12), each on its own Apache Kafka 4.1.2 (and Re
   log-normal generation latency (median 9 s, sigma 0.3);
 - b: the seed's 2-agent baseline, the same mission shape with a 300 ms median and 40 tasks;
 - c: 2,000 agents over 8 regions (8 hosts of 250) heartbeating at 1 Hz, one streams worker, 8 coordinators, a mission
-  of 200 one-replica tasks in every region; then kill -9 one host and time each of its agents' deaths.
+  of 200 one-replica tasks in every region; then, once the streams worker's lag is back to heartbeats
+  alone, kill -9 one host and time each of its agents' deaths.
 Each scenario measures, next to its bound or baseline from the same run:
 - makespan (MissionSubmitted → MissionCompleted occurred_at) / the list-scheduling bound: the mission's work (every
   completed WORK attempt, TaskStarted → TaskCompleted) / agents + the longest attempt (its tasks are independent,
@@ -79,6 +80,8 @@ FINAL_TASK = "@final"  # the coordinator's id of a mission's final task (coordin
 WORK, DECIDE = "work", "decision_making"
 ENLIST_TIMEOUT_S = 300
 LAG_TICK_S = 1.0
+SETTLED_LAG_S, SETTLE_TIMEOUT_S = 3, 60
+"""c kills a host once the worker's lag is at most 3 s of heartbeats (it commits every 2 s), or after a minute."""
 BROKER = "kafka broker"
 
 
@@ -163,6 +166,7 @@ class Run:
     broker_gc_s: float | None  # the broker JVM's GC time over the big missions
     deaths_ms: list[int] = dataclasses.field(default_factory=list)  # c: AgentDeclaredDead − kill − timeout
     killed: int = 0
+    kill_lag: int | None = None  # c: the worker's lag, records, when the host was killed
     timeout_ms: int = 0
 
 
@@ -463,6 +467,11 @@ async def kill_host(run: Run, host: str, deaths: Collector, console: Console) ->
     reaches late)."""
     process = next(p for p in run.processes if p.name == f"fleet-{host}")
     agents = {f"{host}-{n}" for n in range(run.scenario.per_host)}
+    settled_s = await steady(run.lag, bound=SETTLED_LAG_S * run.scenario.agents, timeout_s=SETTLE_TIMEOUT_S)
+    run.kill_lag = run.lag[-1].end - run.lag[-1].committed if run.lag else None
+    console.print(
+        f"[{run.scenario.name}] worker lag {run.kill_lag} records after {settled_s:.0f} s of heartbeats alone"
+    )
     killed_ms = now_ms()
     assert process.popen is not None
     process.popen.send_signal(signal.SIGKILL)
@@ -475,6 +484,17 @@ async def kill_host(run: Run, host: str, deaths: Collector, console: Console) ->
     declared = {e.agent_id: deaths.read_ms[e.event_id] for e in deaths.named(AgentDeclaredDead) if e.agent_id in agents}
     run.deaths_ms = [at - killed_ms - run.timeout_ms for at in declared.values()]
     run.killed = len(agents)
+
+
+async def steady(lag: list[Sample], bound: int, timeout_s: float) -> float:
+    """Seconds waited (at most `timeout_s`) until the worker's sampled lag is at most `bound` records: the missions
+    over, the swarm back to heartbeats alone."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if lag and lag[-1].at_s > started and lag[-1].end - lag[-1].committed <= bound:
+            break
+        await asyncio.sleep(LAG_TICK_S)
+    return time.monotonic() - started
 
 
 # ---- analysis ------------------------------------------------------------------------------------------------------
@@ -694,6 +714,12 @@ def tables(run: Run) -> list[Table]:
             *pcts(run.deaths_ms),
         )
         worker.add_row("declared within timeout + 1 s (target: all)", f"{within}/{run.killed}", "", "")
+        worker.add_row(
+            "the worker's lag when the host was killed, records",
+            "–" if run.kill_lag is None else f"{run.kill_lag:,}",
+            "",
+            "",
+        )
 
     gc = "" if run.broker_gc_s is None else f"; the broker's JVM spent {run.broker_gc_s:.1f} s of them in GC"
     procs = Table(

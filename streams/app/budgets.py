@@ -47,9 +47,7 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
         return Budgets(usage, window_ms=window_ms)
 
     async def send(decisions: list[BudgetDecision]) -> None:
-        for decision in decisions:
-            if in_flight.sending(decision.event_id):
-                await io.send(CONTROL, decision.agent_id, decision)
+        await io.send_all(CONTROL, [(d.agent_id, d) for d in decisions if in_flight.sending(d.event_id)])
 
     async def landed(folded: Folded) -> None:
         for event, _ in folded:

@@ -71,9 +71,7 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
         if folded_until is None:
             return
         deaths = decide_liveness(Registry(fold.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
-        for death in deaths:
-            if in_flight.sending(death.event_id):
-                await io.send(REGISTRY, death.agent_id, death)
+        await io.send_all(REGISTRY, [(death.agent_id, death) for death in deaths if in_flight.sending(death.event_id)])
 
     app.timer(config.tick_s, name="liveness")(declare_deaths)
     return fold

@@ -7,10 +7,11 @@ so a record the worker cannot use never holds back what waits for the worker to 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any, Protocol, TypeAlias
 
 import faust
@@ -80,11 +81,16 @@ class WorkerTopics:
 
     async def send(self, topic: str, key: str, event: Event) -> None:
         """Produce `event` to `topic` under `key` and wait until the broker has it."""
+        await self.send_all(topic, [(key, event)])
+
+    async def send_all(self, topic: str, events: Sequence[tuple[str, Event]]) -> None:
+        """Produce each (key, event) to `topic`, then wait until the broker has them all (one round trip, not one
+        each: 250 deaths of a killed host sent one by one took seconds)."""
         if topic not in self._topics:
             self._topics[topic] = raw_topic(self._app, topic)
-        pending = await self._topics[topic].send(key=key.encode(), value=self.codec.encode(event))
-        await pending
-        self.sensor.on_produced(topic)
+        pending = [await self._topics[topic].send(key=key.encode(), value=self.codec.encode(e)) for key, e in events]
+        await asyncio.gather(*pending)
+        self.sensor.on_produced(topic, len(pending))
 
     async def decoded_chunks(
         self, stream: RawStream, size: int, within_s: float

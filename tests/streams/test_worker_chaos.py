@@ -8,16 +8,33 @@ silent agent, a deadlock per ring of waits, a throttle and a restore per agent d
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import random
+import re
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from worker_harness import Client, Worker, agent_of, cycle_of, now_event, table_differences, tables_settled
+from aiokafka import AIOKafkaProducer
+from worker_harness import (
+    Client,
+    Worker,
+    agent_of,
+    cycle_of,
+    heartbeat,
+    now_event,
+    registered,
+    table_differences,
+    tables_settled,
+)
 
+from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import AgentDeclaredDead, BudgetExceeded, BudgetRestored
 from swarmlog.settings import Settings
@@ -192,3 +209,80 @@ def test_a_worker_on_an_empty_data_dir_restores_its_tables_from_the_changelogs(s
     finally:
         assert second.stop(signal.SIGTERM) == 0
     assert {e.agent_id for e in deaths} == set(written)
+
+
+def test_when_one_of_two_workers_is_killed_the_other_takes_its_partitions_and_every_death_comes_once(
+    settings: Settings, tmp_path: Path
+):
+    # Two workers of one application share the registry's partitions. After kill -9 of one, the other is assigned
+    # its partitions once its session ends, restores their rows from the changelog, and declares the silent agents
+    # of every partition dead once; the agents that keep beating stay alive.
+    run = uuid.uuid4().hex[:6]
+    agents = [f"pair-{run}-{index}" for index in range(24)]
+    silent = set(agents[::2])
+    workers = [
+        Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / name, liveness_timeout_ms=5000)
+        for name in ("one", "two")
+    ]
+    workers[1].app_id = workers[0].app_id
+    workers[1].env["SWARMLOG_STREAMS_APP_ID"] = workers[0].app_id
+    client = Client(settings.bootstrap)
+    registrations = {agent: registered(agent) for agent in agents}
+    ours = lambda e: isinstance(e, AgentDeclaredDead) and e.agent_id in registrations
+    with contextlib.ExitStack() as stack:
+        for worker in workers:
+            worker.start()
+            stack.callback(lambda w=worker: w.process and w.process.poll() is None and w.stop(signal.SIGKILL))
+        assert _shared(workers[1], settings.default_partitions), "the second worker holds some partitions, not all"
+        for agent, registration in registrations.items():
+            client.send("swarm.agents.registry", agent, registration)
+        stack.enter_context(beating(settings.bootstrap, {a: r for a, r in registrations.items() if a not in silent}))
+        time.sleep(3)  # folded and flushed by their owners
+        workers[0].stop(signal.SIGKILL)
+        client.read(
+            "swarm.agents.registry", ours, until=lambda found: {e.agent_id for e in found} >= silent, timeout_s=90
+        )
+        time.sleep(3)  # a death decided twice would be written by now
+        deaths = client.read("swarm.agents.registry", ours, until=lambda _: False, timeout_s=2)
+        assert workers[1].stop(signal.SIGTERM) == 0
+    assert Counter(e.agent_id for e in deaths) == Counter(silent)
+
+
+@contextlib.contextmanager
+def beating(bootstrap: str, registrations: dict[str, Event]) -> Iterator[None]:
+    """The agents of `registrations` heartbeating once a second, on a thread, for the block."""
+    stopped = threading.Event()
+
+    async def beat() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+        await producer.start()
+        try:
+            for sequence in itertools.count():
+                for agent, registration in registrations.items():
+                    await producer.send(
+                        "swarm.agents.heartbeats", encode(heartbeat(agent, registration, sequence)), key=agent.encode()
+                    )
+                await producer.flush()
+                if stopped.wait(1):
+                    return
+        finally:
+            await producer.stop()
+
+    thread = threading.Thread(target=asyncio.run, args=(beat(),), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        thread.join(10)
+
+
+def _shared(worker: Worker, partitions: int, timeout_s: float = 60) -> bool:
+    """Whether the worker's log says it restored some registry partitions and not all, within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        restored = re.findall(rb"registry: restored partitions \[([0-9, ]*)\]", worker.log.read_bytes())
+        if restored and 0 < len(restored[-1].split(b",")) < partitions:
+            return True
+        time.sleep(0.5)
+    return False
