@@ -9,6 +9,7 @@ of a dead or deregistered agent expires (`registry.expires_at`), so the table ho
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from swarmlog.streams.registry import PROJECTION, Registry, agent_of, decide_liveness, evolve_agent, expires_at
@@ -50,27 +51,34 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
         sensor=io.sensor,
         writable=((HEARTBEATS,), min_insync_replicas(config.settings)),
     )
-    built, recovered = time.monotonic(), list[float]()  # recovery = from building the app to catching up
+    timeout_ms, built, recovered = (
+        config.liveness_timeout_ms,
+        time.monotonic(),
+        list[float](),
+    )  # recovery = from building the app to catching up
 
     async def declare_deaths() -> None:
-        if not await watch.check(patience_s=config.tick_s * 4) or not progress.settled():
+        now, views = now_ms(), fold.items()
+        due = progress.settled() and decide_liveness(Registry(views), now, timeout_ms, watch.since_ms)
+        # A heartbeat written before `now` may not be folded yet: a death is decided for the latest moment before
+        # which every record is folded (a heartbeat folded after it only shows an agent alive). The end offsets that
+        # moment is found with are asked while the broker is pinged, not after: one round trip less before a death.
+        # The broker may take as long to answer either; the wait for the fold is short: a mark not reached now is
+        # decided on at a later tick.
+        answered, folded_until = await asyncio.gather(
+            watch.check(patience_s=config.tick_s * 4),
+            progress.folded_until(ask_s=config.tick_s * 4, wait_s=config.tick_s / 2) if due else asyncio.sleep(0, None),
+        )
+        if not answered or not progress.settled():
             return
         if not recovered and progress.caught_up():
             recovered.append(time.monotonic())
             io.sensor.on_recovered("streams", recovered[0] - built)
-        now = now_ms()
-        views = fold.items()
         for agent_id, view in views.items():  # the sensor's heartbeat ages; dead or gone agents drop out
             io.sensor.on_heartbeat_age(agent_id, (now - view.last_heartbeat_ms) / 1000 if view.alive else None)
-        if not decide_liveness(Registry(views), now, config.liveness_timeout_ms, watch.since_ms):
-            return
-        # A heartbeat written before `now` may not be folded yet: decide for the latest moment before which every
-        # record is folded (a heartbeat folded after it only shows an agent alive). The wait is short: a mark not
-        # reached now is decided on at a later tick, and a tick that ran long would leave a gap in the watch.
-        folded_until = await progress.folded_until(patience_s=config.tick_s / 2)
         if folded_until is None:
             return
-        deaths = decide_liveness(Registry(fold.items()), folded_until, config.liveness_timeout_ms, watch.since_ms)
+        deaths = decide_liveness(Registry(fold.items()), folded_until, timeout_ms, watch.since_ms)
         await io.send_all(REGISTRY, [(death.agent_id, death) for death in deaths if in_flight.sending(death.event_id)])
 
     app.timer(config.tick_s, name="liveness")(declare_deaths)

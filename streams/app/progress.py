@@ -40,28 +40,28 @@ class Progress:
         """True when every assigned partition is folded up to its last fetch's high-water mark, outside rebalances."""
         return self._fold.caught_up()
 
-    async def folded_until(self, patience_s: float) -> int | None:
+    async def folded_until(self, ask_s: float, wait_s: float) -> int | None:
         """The latest moment (ms since the epoch) before which every record of the assigned partitions is folded, or
         None while no such moment is known: a decision that a silence is final may be taken for that moment.
 
-        Each call asks the broker for its end offsets now and remembers them with the time it asked (a mark); it
-        then waits up to `patience_s` for the fold to reach them, and answers the newest mark the fold has reached,
+        Each call asks the broker for its end offsets now (for up to `ask_s`) and remembers them with the time it
+        asked (a mark); it then waits up to `wait_s` for the fold to reach them, and answers the newest mark the fold has reached,
         this call's or an earlier one's. Records written after a mark are not waited for, so a busy topic cannot
         starve the decision: a fold that keeps up reaches each mark within a fetch or two, and one that lags by more
-        than `patience_s` still reaches the marks of earlier ticks, its decisions coming that much later.
+        than `wait_s` still reaches the marks of earlier ticks, its decisions coming that much later.
         """
         if not self._marks_hold():
             return None
         asked_ms = now_ms()
         try:
-            async with asyncio.timeout(patience_s):
+            async with asyncio.timeout(ask_s):
                 ends = await self._ends.of(self._fold.assigned())
         except (KafkaError, TimeoutError) as exc:  # no answer now: earlier marks may still be reached
             logger.warning("end offsets unavailable (%r); liveness decides on a later tick", exc)
             ends = None
         if ends is not None:
             self._marks.append((asked_ms, ends))
-        deadline = time.monotonic() + patience_s
+        deadline = time.monotonic() + wait_s
         while self._marks and not self._fold.folded_to(self._marks[-1][1]) and time.monotonic() < deadline:
             if not self._fold.settled():
                 break
