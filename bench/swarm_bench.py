@@ -23,7 +23,10 @@ Each scenario measures, next to its bound or baseline from the same run:
 - RSS (peak, /proc VmHWM) and CPU seconds per process, and the machine's CPU busy share over the big missions;
 - c only: kill -9 of one host → its AgentDeclaredDead readable on swarm.agents.registry − timeout, for each agent.
 Run: .venv/bin/python bench/swarm_bench.py --scenario a [--scenario b --scenario c] [--agents N] [--hosts N]
-     [--regions N] [--tasks N] [--replicas N] [--median-ms MS] [--sigma S] [--window-ms MS] [--idle-missions N]
+     [--regions N] [--tasks N] [--replicas N] [--median-ms MS] [--sigma S] [--window-ms MS] [--answers N]
+     [--idle-missions N]
+a and b draw each scripted answer from 2 (replicas disagree about half the time, so the final ballot has candidates
+and is voted on); c from 1.
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ class Scenario:
     sigma: float
     window_ms: int
     kill: bool  # kill -9 one host at the end and time its agents' deaths
+    answers: int  # distinct answers a scripted agent draws from: replicas disagree, and the ballot has candidates
 
     @property
     def per_host(self) -> int:
@@ -107,9 +111,9 @@ class Scenario:
 
 
 SCENARIOS = {
-    "a": Scenario("a", 96, 2, 1, 500, 2, 9000, 0.3, 30_000, False),
-    "b": Scenario("b", 2, 1, 1, 40, 2, 300, 0.3, 30_000, False),
-    "c": Scenario("c", 2000, 8, 8, 200, 1, 500, 0.3, 30_000, True),
+    "a": Scenario("a", 96, 2, 1, 500, 2, 9000, 0.3, 30_000, False, 2),
+    "b": Scenario("b", 2, 1, 1, 40, 2, 300, 0.3, 30_000, False, 2),
+    "c": Scenario("c", 2000, 8, 8, 200, 1, 500, 0.3, 30_000, True, 1),
 }
 
 
@@ -171,9 +175,9 @@ class Run:
 
 
 def brain_file(workdir: Path, scenario: Scenario) -> Path:
-    """The scripted brain's JSON: log-normal latency with the scenario's median and sigma."""
+    """The scripted brain's JSON: log-normal latency with the scenario's median and sigma, and its answers."""
     path = workdir / f"brain-{scenario.name}.json"
-    path.write_text(json.dumps({"median_ms": scenario.median_ms, "sigma": scenario.sigma}))
+    path.write_text(json.dumps({"median_ms": scenario.median_ms, "sigma": scenario.sigma, "answers": scenario.answers}))
     return path
 
 
@@ -619,7 +623,7 @@ def tables(run: Run) -> list[Table]:
     shape = (
         f"{s.agents:,} agents ({s.hosts} host{'s' * (s.hosts > 1)}) in {s.regions} region{'s' * (s.regions > 1)}, "
         f"{s.tasks} tasks × {s.replicas} per region, latency median {s.median_ms:.0f} ms σ {s.sigma}, "
-        f"window {s.window_ms / 1000:.0f} s"
+        f"window {s.window_ms / 1000:.0f} s, {s.answers} answer{'s' * (s.answers > 1)} per agent"
     )
     busy = (
         f"machine CPU busy {100 * run.machine_busy:.0f} % over the missions (2 cores, shared), "
@@ -773,6 +777,7 @@ if __name__ == "__main__":
     parser.add_argument("--median-ms", dest="median_ms", type=float, help="scripted generation latency median")
     parser.add_argument("--sigma", type=float, help="scripted generation latency log-normal sigma")
     parser.add_argument("--window-ms", dest="window_ms", type=int, help="consensus window")
+    parser.add_argument("--answers", type=int, help="distinct answers per scripted agent (1: replicas always agree)")
     parser.add_argument("--idle-missions", type=int, default=20, help="serial one-task missions on the idle swarm")
     parser.add_argument("--floor", type=int, default=100, help="raw aiokafka round trips (the floor)")
     parser.add_argument("--timeout-ms", type=int, default=5000, help="the streams worker's liveness timeout")

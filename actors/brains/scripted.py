@@ -17,7 +17,8 @@ from swarmlog.actors.brains import Generation
 
 @dataclasses.dataclass
 class ScriptedBrain:
-    """Replies with the script's texts in turn (or the first valid action of the schema), after a log-normal delay."""
+    """Replies with the script's texts in turn (or the first valid action of the schema, its text one of `answers`
+    drawn from the seed, so replicas disagree as often as `answers` makes them), after a log-normal delay."""
 
     script: Sequence[str] = ()
     median_ms: float = 0.0
@@ -25,6 +26,7 @@ class ScriptedBrain:
     seed: int = 0
     model: str = "scripted"
     segfault_at: int | None = None  # the generation (0-based) at which the process dies of SIGSEGV, as a crashing model
+    answers: int = 1
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
@@ -37,17 +39,18 @@ class ScriptedBrain:
             ctypes.string_at(0)  # a real invalid read: the kernel sends SIGSEGV, as to a native model that crashes
         if self.median_ms:
             await asyncio.sleep(self.median_ms * self._random.lognormvariate(0.0, self.sigma) / 1000)
-        text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema))
+        answer = f"scripted answer {self._random.randrange(self.answers)}" if self.answers > 1 else "scripted"
+        text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema, answer))
         return Generation(text, len(prompt.split()), len(text.split()))
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A valid instance of an action schema's first variant: const/enum first choice, "scripted", 1.0."""
+def first_instance(json_schema: Mapping[str, Any], text: str = "scripted") -> dict[str, Any]:
+    """A valid instance of an action schema's first variant: const/enum first choice, `text`, 1.0."""
     properties = json_schema["oneOf"][0]["properties"]
-    values = {"string": "scripted", "number": 1.0}
+    values = {"string": text, "number": 1.0}
     return {
         name: prop["const"] if "const" in prop else prop["enum"][0] if "enum" in prop else values[prop["type"]]
         for name, prop in properties.items()
@@ -55,8 +58,8 @@ def first_instance(json_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> ScriptedBrain:
-    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed", "segfault_at"} (seed defaults to
-    `seed`)."""
+    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed", "segfault_at", "answers"} (seed
+    defaults to `seed`)."""
     if model is None:
         return ScriptedBrain(seed=seed)
     return ScriptedBrain(**({"seed": seed} | json.loads(Path(model).read_text())), model=Path(model).name)

@@ -44,6 +44,15 @@ async def test_the_scripted_brain_replays_its_script_and_otherwise_answers_the_s
     assert parse_action(vote.text, (VOTE,), ("c2", "c1")).candidate_id == "c2"
 
 
+async def test_scripted_brains_with_several_answers_disagree_and_stay_valid_actions():
+    async def answer(brain: ScriptedBrain) -> str:
+        return parse_action((await brain.generate("p", action_schema((ANSWER,)), 10)).text, (ANSWER,)).content
+
+    several = {await answer(ScriptedBrain(answers=3, seed=seed)) for seed in range(12)}
+    assert len(several) > 1 and several <= {f"scripted answer {k}" for k in range(3)}
+    assert {await answer(ScriptedBrain(seed=seed)) for seed in range(4)} == {"scripted"}, "one answer unless asked"
+
+
 async def test_the_scripted_brain_waits_its_sampled_latency():
     async def latencies(seed: int) -> list[float]:
         brain, out = ScriptedBrain(median_ms=5, sigma=0.5, seed=seed), []
