@@ -94,6 +94,7 @@ class GroupFold(mode.Service):
         self._producer: EventProducer | None = None
         self._folding: asyncio.Task[None] | None = None
         self._stopping = False
+        self._pending: frozenset[TopicPartition] | None = None  # an assignment whose rows are not held yet
 
     async def on_start(self) -> None:
         settings = self._config.settings
@@ -166,6 +167,7 @@ class GroupFold(mode.Service):
         flushed, failing = time.monotonic(), False
         try:
             while not self._stopping:
+                await self._adopt_pending()  # one a rebalance could not finish
                 try:
                     batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=MAX_RECORDS)
                     positions = await self._positions()
@@ -205,7 +207,7 @@ class GroupFold(mode.Service):
         """Fold a batch partition by partition, each partition's inputs merged in timestamp order."""
         by_partition: dict[int, list[list[ConsumerRecord]]] = {}
         for tp, run in batch.items():
-            if tp in self._assigned and run:  # else revoked meanwhile: its new owner folds these
+            if tp in self._assigned and run:  # else revoked meanwhile (or not restored yet): not folded here
                 by_partition.setdefault(tp.partition, []).append(run)
         folded: Folded = []
         for partition, runs in by_partition.items():
@@ -260,30 +262,52 @@ class GroupFold(mode.Service):
     async def revoked(self) -> None:
         """Before a rebalance: write and commit what is folded; nothing is folded until the next assignment."""
         async with self._lock:
-            self._settled = False
+            self._settled, self._pending = False, None
             self.generation += 1
             await self._flush()
             self._assigned = frozenset()
 
     async def assigned_now(self, assigned: Iterable[TopicPartition]) -> None:
-        """After a rebalance: restore the rows of each new partition (or one another member wrote since) from the
-        changelog; the inputs resume at their committed offsets."""
+        """After a rebalance: hold the new assignment's rows (the fold loop tries again if this cannot finish)."""
+        self._pending = frozenset(assigned)
+        await self._adopt_pending()
+
+    async def _adopt_pending(self) -> None:
+        """Hold the rows of the assignment not held yet; a broker error leaves it pending, to be tried again."""
+        pending = self._pending
+        if pending is None:
+            return
+        try:
+            await self._adopt(pending)
+        except KafkaError as exc:
+            logger.warning("could not restore the %s partitions yet (%r); trying again", self.table, exc)
+            return
+        if self._pending is pending:
+            self._pending = None
+
+    async def _adopt(self, assigned: frozenset[TopicPartition]) -> None:
+        """Restore the rows of each assigned partition not held, or written by another member since, from the
+        changelog; the inputs resume at their committed offsets. Nothing changes until every read is done: an
+        adoption cut short (a broker error, a cancelled rebalance) leaves the fold as it was."""
         async with self._lock:
-            self.generation += 1
-            self._assigned = frozenset(assigned)
-            partitions = {tp.partition for tp in self._assigned}
+            if self._settled and assigned == self._assigned:
+                return  # adopted meanwhile (by the rebalance, or by the fold loop)
+            partitions = {tp.partition for tp in assigned}
             ends = await self._changelog_ends(partitions)
             stale = {p for p in partitions if p not in self._rows or self._written.get(p) != ends[p]}
+            started = time.monotonic()
+            restored = await self._restore(stale)
             for p in set(self._rows) - partitions | stale:
                 self._rows.pop(p, None)
                 self._written.pop(p, None)
-            self._next = {}
-            self._committed = {}
-            started = time.monotonic()
-            restored = await self._restore(stale)
             for p, rows in restored.items():
                 self._rows[p] = PartitionRows(rows, self._expires_at)
                 self._written[p] = ends[p]
+            kept = {tp for tp in assigned if tp.partition not in stale}
+            self._next = {tp: offset for tp, offset in self._next.items() if tp in kept}
+            self._committed = {tp: offset for tp, offset in self._committed.items() if tp in kept}
+            self._assigned, self._settled = assigned, True
+            self.generation += 1
             if stale:
                 logger.info(
                     "%s: restored partitions %s (%d rows) from %s in %.2f s",
@@ -293,7 +317,6 @@ class GroupFold(mode.Service):
                     self.changelog,
                     time.monotonic() - started,
                 )
-            self._settled = True
 
     async def _changelog_ends(self, partitions: Iterable[int]) -> dict[int, int]:
         consumer = self._consumer
@@ -350,8 +373,4 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka s
         await self._fold.revoked()
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        try:
-            await self._fold.assigned_now(assigned)
-        except Exception as exc:  # aiokafka would only log it, and the fold would stay unsettled, deciding nothing
-            logger.critical("could not restore the %s partitions: %r; the worker stops", self._fold.table, exc)
-            await self._fold.crash(exc)
+        await self._fold.assigned_now(assigned)

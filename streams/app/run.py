@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import faust
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from swarmlog.errors import ServiceError
 from swarmlog.kafka.admin import ensure_topics
@@ -71,8 +72,25 @@ async def ensure_internal_topics(app: WorkerApp, config: StreamsConfig) -> None:
     await admin.start()
     try:
         response = await admin.create_topics(wanted)
+        existed = set()
         for name, code, *_ in response.topic_errors:
             if code not in (0, TOPIC_ALREADY_EXISTS):
                 raise ServiceError(f"could not create the streams topic {name} (error code {code}); check the broker")
+            if code == TOPIC_ALREADY_EXISTS:
+                existed.add(name)
+        if settings.broker != "tansu":  # Tansu neither compacts nor alters configs
+            await _compact_as_folded([fold.changelog for fold in app.group_folds if fold.changelog in existed], admin)
     finally:
         await admin.close()
+
+
+async def _compact_as_folded(changelogs: list[str], admin: AIOKafkaAdminClient) -> None:
+    """Give changelogs made before their tables were folded in groups (by Faust, with Kafka's 7-day segments, which
+    a restore would read whole) the segment and compaction settings of CHANGELOG_CONFIGS."""
+    if not changelogs:
+        return
+    resources = [ConfigResource(ConfigResourceType.TOPIC, name, configs=CHANGELOG_CONFIGS) for name in changelogs]
+    for response in await admin.alter_configs(resources):
+        for code, message, _, name in response.resources:
+            if code:
+                raise ServiceError(f"could not set the compaction of {name}: {message} (error code {code})")

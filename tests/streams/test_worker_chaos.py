@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from worker_harness import (
     Client,
     Worker,
@@ -38,6 +40,7 @@ from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import AgentDeclaredDead, BudgetExceeded, BudgetRestored
 from swarmlog.settings import Settings
+from swarmlog.streams.app.grouped import CHANGELOG_CONFIGS
 
 pytestmark = pytest.mark.slow
 KILLS = {"kafka": 10, "tansu": 5}
@@ -286,3 +289,42 @@ def _shared(worker: Worker, partitions: int, timeout_s: float = 60) -> bool:
             return True
         time.sleep(0.5)
     return False
+
+
+@pytest.mark.kafka_only
+def test_a_changelog_made_before_group_folds_gets_their_compaction_at_the_next_start(
+    settings: Settings, tmp_path: Path
+):
+    # Faust made the registry's changelog with Kafka's 7-day segments, which compaction never touches before they
+    # roll: a restore would read them whole. A worker of this version sets the segments it relies on.
+    worker = Worker(settings.bootstrap, settings.broker, settings.redis_url, tmp_path / "data")
+    changelog = f"{worker.app_id}-registry-changelog"
+    asyncio.run(
+        _create(
+            settings, NewTopic(changelog, settings.default_partitions, 1, topic_configs={"cleanup.policy": "compact"})
+        )
+    )
+    assert asyncio.run(_configs(settings, changelog)).get("segment.ms") != CHANGELOG_CONFIGS["segment.ms"]
+    worker.start()
+    assert worker.stop(signal.SIGTERM) == 0
+    configs = asyncio.run(_configs(settings, changelog))
+    assert {key: configs[key] for key in CHANGELOG_CONFIGS} == CHANGELOG_CONFIGS
+
+
+async def _create(settings: Settings, topic: NewTopic) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([topic])
+    finally:
+        await admin.close()
+
+
+async def _configs(settings: Settings, topic: str) -> dict[str, str]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        (response,) = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        await admin.close()
+    return {entry[0]: entry[1] for entry in response.resources[0][4]}
