@@ -25,14 +25,14 @@ from typing import Any
 import mode
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError
 
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.schemas.events import Event
 
-from .config import StreamsConfig
+from .config import KAFKA_FAUST, TANSU_FAUST, StreamsConfig
 from .keyed import Evolve, PartitionRows
 from .records import WorkerTopics
 from .tables import dump_key, dump_value, load_key, load_value
@@ -99,9 +99,14 @@ class GroupFold(mode.Service):
     async def on_start(self) -> None:
         settings = self._config.settings
         tansu = settings.broker == "tansu"
-        # Tansu loses changelog records of multi-record batches (streams/app/config.py), and its groups loop forever
-        # on JoinGroup once a static member is in them.
-        batching: dict[str, Any] = {"max_batch_size": 1} if tansu else {"linger_ms": 5}
+        # The Faust app's own client settings per broker (config.py says why each): Tansu loses changelog records of
+        # multi-record batches, and its groups loop forever on JoinGroup once a static member is in them.
+        faust = TANSU_FAUST if tansu else KAFKA_FAUST
+        batching: dict[str, Any] = (
+            {"max_batch_size": TANSU_FAUST["producer_max_batch_size"]}
+            if tansu
+            else {"linger_ms": int(KAFKA_FAUST["producer_linger"] * 1000)}
+        )
         self._producer = EventProducer(settings, client_id=self.group, **batching)
         await self._producer.start()
         membership = {} if tansu else {"group_instance_id": f"{self._config.group_instance_id}-{self.table}"}
@@ -113,8 +118,8 @@ class GroupFold(mode.Service):
             auto_offset_reset="earliest",
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
             partition_assignment_strategy=(RangePartitionAssignor,),
-            session_timeout_ms=6000 if tansu else 10_000,
-            heartbeat_interval_ms=500 if tansu else 1000,
+            session_timeout_ms=int(faust["broker_session_timeout"] * 1000),
+            heartbeat_interval_ms=int(faust["broker_heartbeat_interval"] * 1000),
             **membership,
         )
         self._consumer.subscribe(list(self.topics), listener=_Rebalance(self))
@@ -252,7 +257,7 @@ class GroupFold(mode.Service):
             return
         try:
             await consumer.commit(offsets)
-        except (CommitFailedError, KafkaError) as exc:  # a rebalance under way: the partitions' next owner refolds
+        except KafkaError as exc:  # CommitFailedError among them: a rebalance under way; the next owner refolds
             logger.warning(
                 "could not commit the %s inputs (%r); they are folded again after a restart", self.table, exc
             )

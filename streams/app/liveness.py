@@ -1,10 +1,11 @@
 """The registry table and liveness: registrations and heartbeats folded per agent, deaths decided on a timer.
 
 Both input topics are keyed by agent_id with the same partition count, so one group folds them into one table
-co-partitioned with them, off Faust's per-record path (grouped.py): heartbeats are most of the worker's input. A death is produced to the registry topic and takes effect when folded back from there,
-so the log, not the table, decides what happened; deaths in flight are not decided again. A death's event_id is
-derived from its registration, so a duplicate after a crash is the same event and every reader dedupes it. The view
-of a dead or deregistered agent expires (`registry.expires_at`), so the table holds the agents of the last minutes.
+co-partitioned with them, off Faust's per-record path (grouped.py): heartbeats are most of the worker's input. A death
+is produced to the registry topic and takes effect when folded back from there, so the log, not the table, decides
+what happened; deaths in flight are not decided again. A death's event_id is derived from its registration, so a
+duplicate after a crash is the same event and every reader dedupes it. The view of a dead or deregistered agent
+expires (`registry.expires_at`), so the table holds the agents of the last minutes.
 """
 
 from __future__ import annotations
