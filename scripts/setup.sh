@@ -11,6 +11,8 @@ install_missing redis-server:redis-server java:openjdk-17-jre-headless mvn:maven
 if [ "${SWARMLOG_SETUP_KAFKA:-0}" = 1 ]; then
   # The test suite also runs a real Prometheus and checks docker-compose.yml with the compose client.
   install_missing prometheus:prometheus docker-compose:docker-compose
+  # The console's browser tests (tests/console) run Debian's chromium through Debian's chromedriver.
+  install_missing chromium:chromium chromedriver:chromium-driver
 fi
 
 PY=${PYTHON:-python3}

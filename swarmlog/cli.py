@@ -7,6 +7,7 @@ import typer
 from swarmlog.commands import coordinator, replay, schemas, topics
 from swarmlog.commands.agent import agent, fleet
 from swarmlog.commands.agents import agents
+from swarmlog.commands.console import console
 from swarmlog.commands.demo import demo
 from swarmlog.commands.status import status
 from swarmlog.commands.streams import streams
@@ -31,6 +32,7 @@ app.command("top")(top)
 app.command("watch")(watch)
 app.command("status")(status)
 app.command("agents")(agents)
+app.command("console")(console)
 app.add_typer(topics.app, name="topics")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(replay.app, name="replay")

@@ -1,0 +1,234 @@
+// The console's page: follows /api/stream (server-sent events) and draws the page the address names.
+// Everything from the log is untrusted: it reaches the page only as text (text nodes, textContent) and as attribute
+// values, never as markup; the page's own script is the only one that runs (the server's Content-Security-Policy).
+"use strict";
+
+const SECTIONS = ["status", "swarm", "missions", "deadletters", "mission"];
+const data = { status: null, swarm: null, missions: null, deadletters: null, mission: null };
+const ui = { page: "swarm", missionId: null, selected: null, source: null, retry: null };
+
+// An element with attributes, event handlers and children; strings become text nodes.
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined) continue;
+    if (key === "on") for (const [name, handler] of Object.entries(value)) node.addEventListener(name, handler);
+    else if (key === "class") node.className = value;
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function table(headings, rows, attrs) {
+  return el("table", attrs, el("thead", null, el("tr", null, headings.map((h) => el("th", null, h)))),
+    el("tbody", null, rows));
+}
+
+function time(ms) {
+  return ms ? new Date(ms).toISOString().slice(11, 23) : "";
+}
+
+function counts(tally) {
+  return Object.entries(tally || {}).map(([name, n]) => `${name} ${n}`).join(" · ");
+}
+
+function place(topic, partition, offset) {
+  return `${topic}[${partition}]@${offset}`;
+}
+
+// The address: #/swarm, #/missions, #/mission/<id>, #/deadletters.
+function route() {
+  const [, page, ...rest] = (location.hash || "#/swarm").split("/");
+  ui.page = ["swarm", "missions", "mission", "deadletters"].includes(page) ? page : "swarm";
+  const missionId = ui.page === "mission" ? decodeURIComponent(rest.join("/")) : null;
+  for (const name of ["swarm", "missions", "deadletters"]) {
+    document.getElementById(`nav-${name}`).classList.toggle("current", ui.page === name);
+  }
+  if (missionId !== ui.missionId || !ui.source) {
+    ui.missionId = missionId;
+    ui.selected = null;
+    data.mission = null;
+    connect();
+  }
+  mount();
+}
+
+// Follow the stream; EventSource reconnects by itself after a dropped connection, and a refused one is tried again.
+function connect() {
+  if (ui.source) ui.source.close();
+  clearTimeout(ui.retry);
+  const query = ui.missionId ? `?mission=${encodeURIComponent(ui.missionId)}` : "";
+  const source = new EventSource(`/api/stream${query}`);
+  ui.source = source;
+  link("connecting");
+  source.onopen = () => link("live");
+  source.onerror = () => {
+    link(source.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
+    if (source.readyState === EventSource.CLOSED) ui.retry = setTimeout(connect, 2000);
+  };
+  for (const name of SECTIONS) {
+    source.addEventListener(name, (message) => {
+      data[name] = JSON.parse(message.data);
+      update(name);
+    });
+  }
+}
+
+function link(state) {
+  const node = document.getElementById("link");
+  node.textContent = state;
+  node.className = `link ${state}`;
+}
+
+// The page's fixed parts (its filters keep their focus and text while the data below them changes).
+function mount() {
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  if (ui.page === "swarm") {
+    main.append(el("h2", null, "Regions"), el("div", { id: "regions" }), el("h2", null, "Agents"),
+      el("div", { class: "toolbar" },
+        el("label", null, "status ", el("select", { id: "status-filter", on: { change: () => update("swarm") } },
+          el("option", { value: "" }, "all"))),
+        el("input", { id: "agent-filter", type: "search", placeholder: "agent, capability, node, task",
+          on: { input: () => update("swarm") } }),
+        el("span", { id: "agent-counts" })),
+      el("div", { id: "agents" }));
+  } else if (ui.page === "missions") {
+    main.append(el("h2", null, "Missions"),
+      el("div", { class: "toolbar" },
+        el("input", { id: "mission-filter", type: "search", placeholder: "id, title, phase, region",
+          on: { input: () => update("missions") } }),
+        el("label", null, el("input", { id: "running-only", type: "checkbox", on: { change: () => update("missions") } }),
+          " running only")),
+      el("div", { id: "missions" }));
+  } else if (ui.page === "mission") {
+    main.append(el("h2", null, "Mission ", el("span", { id: "mission-id" }, ui.missionId)),
+      el("div", { id: "mission-summary" }), el("h2", null, "Tasks"), el("div", { id: "mission-tasks" }),
+      el("h2", null, "Timeline"), el("div", { id: "timeline" }), el("div", { id: "event-details" }));
+  } else {
+    main.append(el("h2", null, "Dead letters"), el("div", { id: "deadletters" }));
+  }
+  for (const name of SECTIONS) update(name);
+}
+
+function update(name) {
+  if (name === "status") return drawStatus();
+  if (name !== ui.page || data[name] === null) {
+    if (name === "mission" && ui.page === "mission" && data.mission === null) drawMissing();
+    return;
+  }
+  ({ swarm: drawSwarm, missions: drawMissions, mission: drawMission, deadletters: drawDeadLetters })[name]();
+}
+
+function drawStatus() {
+  const status = data.status;
+  if (!status) return;
+  const problems = status.undecodable ? ` · ${status.undecodable} undecodable records passed over` : "";
+  document.getElementById("feed").textContent =
+    `${status.state} · ${status.events} events · ${status.bootstrap}${problems}`;
+}
+
+function drawSwarm() {
+  const swarm = data.swarm;
+  document.getElementById("regions").replaceChildren(table(
+    ["region", "agents by status", "running missions", "queued tasks"],
+    swarm.regions.map((r) => el("tr", { "data-region": r.region }, el("td", null, r.region),
+      el("td", null, counts(r.agents)), el("td", null, r.running_missions), el("td", null, r.queued_tasks)))));
+  const select = document.getElementById("status-filter");
+  const statuses = [...new Set(swarm.agents.map((a) => a.status))].sort();
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "" }, "all"), statuses.map((s) => el("option", { value: s }, s)));
+  select.value = statuses.includes(chosen) ? chosen : "";
+  const text = document.getElementById("agent-filter").value.toLowerCase();
+  const shown = swarm.agents.filter((a) => (!select.value || a.status === select.value) &&
+    (!text || [a.agent_id, a.node, a.task || "", ...a.capabilities].join(" ").toLowerCase().includes(text)));
+  const tally = {};
+  for (const agent of swarm.agents) tally[agent.status] = (tally[agent.status] || 0) + 1;
+  document.getElementById("agent-counts").textContent = `${swarm.agents.length} agents: ${counts(tally)}`;
+  document.getElementById("agents").replaceChildren(table(
+    ["agent", "region", "status", "capabilities", "model", "brain", "gpu", "node", "heartbeat age", "task"],
+    shown.map((a) => el("tr", { "data-agent": a.agent_id },
+      el("td", null, a.agent_id), el("td", null, a.region), el("td", { class: `status status-${a.status}` }, a.status),
+      el("td", null, a.capabilities.join(", ")), el("td", null, a.model), el("td", null, a.brain),
+      el("td", null, a.gpu === null ? "" : a.gpu), el("td", null, a.node), el("td", null, `${a.heartbeat_age_s} s`),
+      el("td", null, a.task || "")))));
+}
+
+function drawMissions() {
+  const text = document.getElementById("mission-filter").value.toLowerCase();
+  const running = document.getElementById("running-only").checked;
+  const shown = data.missions.filter((m) => (!running || !m.ended) &&
+    (!text || [m.mission_id, m.title, m.phase, m.region || ""].join(" ").toLowerCase().includes(text)));
+  document.getElementById("missions").replaceChildren(shown.length ? table(
+    ["mission", "title", "region", "phase", "tasks by state", "votes", "consensus", "tokens", "latency"],
+    shown.map((m) => el("tr", { "data-mission": m.mission_id },
+      el("td", null, el("a", { href: `#/mission/${encodeURIComponent(m.mission_id)}` }, m.mission_id)),
+      el("td", null, m.title), el("td", null, m.region || ""),
+      el("td", { class: `phase phase-${m.phase}` }, m.phase), el("td", { class: "tasks" }, counts(m.tasks)),
+      el("td", null, m.votes), el("td", null, m.consensus || ""), el("td", null, m.tokens),
+      el("td", null, m.latency_ms === null ? "" : `${m.latency_ms} ms`)))) : el("p", { class: "empty" }, "no missions"));
+}
+
+function drawMissing() {
+  const summary = document.getElementById("mission-summary");
+  if (summary) summary.replaceChildren(el("p", { class: "empty" }, "not in the log (yet)"));
+}
+
+function drawMission() {
+  const mission = data.mission;
+  const s = mission.summary;
+  document.getElementById("mission-summary").replaceChildren(el("p", null,
+    el("span", { id: "mission-phase", class: `phase phase-${s.phase}` }, s.phase), ` · ${s.title} · ${s.region || ""}`,
+    ` · tasks: ${counts(s.tasks)} · votes ${s.votes}`, s.consensus ? ` · consensus ${s.consensus}` : "",
+    ` · tokens ${s.tokens}`, s.latency_ms === null ? "" : ` · ${s.latency_ms} ms`),
+  s.outputs.length ? el("p", null, "outputs: ", s.outputs.map((o) => el("code", { class: "output" }, o, " "))) : null);
+  document.getElementById("mission-tasks").replaceChildren(table(["task", "replica", "state", "attempt", "agent"],
+    mission.tasks.map((t) => el("tr", { "data-task": `${t.task_id}/${t.replica}` }, el("td", null, t.task_id),
+      el("td", null, t.replica), el("td", { class: "state" }, t.state), el("td", null, t.attempt),
+      el("td", null, t.agent || "")))));
+  const lanes = mission.lanes;
+  const grid = el("div", { class: "timeline" }, el("div", { class: "lane-head" }, "time"),
+    lanes.map((lane) => el("div", { class: "lane-head" }, lane)));
+  grid.style.gridTemplateColumns = `8em repeat(${lanes.length}, minmax(10em, 1fr))`;
+  mission.steps.forEach((step, row) => {
+    const at = el("div", { class: "at" }, time(step.at_ms));
+    at.style.gridRow = String(row + 2);
+    at.style.gridColumn = "1";
+    const button = el("button", {
+      class: `step${step.mark ? ` mark-${step.mark}` : ""}${ui.selected === step.event_id ? " selected" : ""}`,
+      "data-name": step.name, "data-event": step.event_id, title: place(step.topic, step.partition, step.offset),
+      on: { click: () => { ui.selected = step.event_id; drawMission(); } },
+    }, step.name, step.task_id ? ` ${step.task_id}` : "", step.attempt ? ` #${step.attempt}` : "");
+    button.style.gridRow = String(row + 2);
+    button.style.gridColumn = String(lanes.indexOf(step.lane) + 2);
+    grid.append(at, button);
+  });
+  document.getElementById("timeline").replaceChildren(grid);
+  const chosen = mission.steps.find((step) => step.event_id === ui.selected);
+  document.getElementById("event-details").replaceChildren(chosen ? el("div", { class: "details" },
+    el("h3", null, chosen.name),
+    el("p", null, "at ", el("code", { id: "event-place" }, place(chosen.topic, chosen.partition, chosen.offset)),
+      " · event ", el("code", null, chosen.event_id), chosen.causation_id ? " · caused by " : "",
+      chosen.causation_id ? el("code", null, chosen.causation_id) : null),
+    el("pre", { id: "event-payload" }, JSON.stringify(chosen.payload, null, 2))) : null);
+}
+
+function drawDeadLetters() {
+  const letters = data.deadletters;
+  document.getElementById("deadletters").replaceChildren(letters.length ? table(
+    ["time", "reason", "error", "consumer", "origin", "bytes", "key (hex)", "payload (hex)", "payload (printable)"],
+    letters.map((d) => el("tr", { "data-letter": place(d.topic, d.partition, d.offset) },
+      el("td", null, time(d.at_ms)), el("td", { class: "reason" }, d.reason), el("td", null, d.error_type),
+      el("td", null, d.consumer), el("td", null, place(d.origin.topic, d.origin.partition, d.origin.offset)),
+      el("td", null, d.size), el("td", null, el("code", null, d.key_hex || "")),
+      el("td", null, el("code", { class: "hex" }, d.payload_hex)),
+      el("td", null, el("code", { class: "payload-text" }, d.payload_text))))) :
+    el("p", { class: "empty" }, "no dead letters"));
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,392 @@
+"""The console's view of the swarm: a pure fold of located events, and the JSON-ready sections its pages show.
+
+No I/O and no clock: the feed (`feed.py`) reads and decodes the log and folds each event here, and the time a section
+is shown at comes in as an argument. The agents are the registry's own projection (`streams.registry`), a mission's
+phase is the coordinator's own progress fold (`coordinator.progress`); what this module adds is the tasks' states, the
+timelines and the dead letters, each bounded (`KEPT_*`) so a long-lived console holds a bounded view.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from swarmlog.coordinator.progress import PROGRESS, MissionProgress
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    DeadLetterRecorded,
+    DeadlockBroken,
+    MissionAccepted,
+    MissionCompleted,
+    MissionFailed,
+    MissionRejected,
+    MissionSubmitted,
+    TaskAssigned,
+    TaskQueued,
+    TaskReassigned,
+    TaskResultRecorded,
+    TaskStartRecorded,
+    VoteCast,
+    VoteRecorded,
+    VoteRequested,
+    WaitEnded,
+    WaitStarted,
+)
+from swarmlog.streams import registry
+from swarmlog.streams.persistent import PMap, PSet
+from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, JOURNAL, REGISTRY
+
+KEPT_ENDED = 200
+"""Ended missions kept (with their timelines); the oldest ended one goes when one more ends."""
+KEPT_STEPS = 5000
+"""Timeline events kept per mission (the latest)."""
+KEPT_DEAD_LETTERS = 500
+"""Dead letters kept (the latest)."""
+
+MARKS = {
+    TaskReassigned.name: "reassigned",
+    DeadlockBroken.name: "deadlock",
+    WaitStarted.name: "wait",
+    WaitEnded.name: "wait",
+    MissionCompleted.name: "end",
+    MissionFailed.name: "failed",
+    MissionRejected.name: "failed",
+}
+"""The timeline events drawn apart from the others, by the kind of mark."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Located:
+    """One decoded event and where it sits in the log."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    event: Event
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskRow:
+    """One replica of one task: its state (PLANNED, QUEUED, ASSIGNED, RUNNING, REASSIGNED, DONE, FAILED)."""
+
+    state: str
+    attempt: int = 0
+    agent: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MissionRow:
+    """One mission as the console holds it: its progress, region, tasks by (task, replica), timeline and the ids of
+    the events folded (a duplicate is folded once)."""
+
+    progress: MissionProgress
+    region: str | None = None
+    submitted_at: int | None = None
+    tasks: PMap[tuple[str, int], TaskRow] = dataclasses.field(default_factory=PMap)
+    steps: tuple[Located, ...] = ()
+    seen: PSet[str] = dataclasses.field(default_factory=PSet)
+
+    @property
+    def known(self) -> bool:
+        """Whether the mission's submission or acceptance has been read."""
+        return self.submitted_at is not None
+
+    @property
+    def ended(self) -> bool:
+        """Whether the mission completed, failed or was rejected."""
+        return self.progress.result is not None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsoleView:
+    """Everything the console shows: the registry, the missions (the running ones and the last KEPT_ENDED ended ones,
+    in the order they ended; the ids of those dropped, whose late events are passed over), the latest dead letters, and
+    how many events were folded.
+
+    A mission's row begins with whichever of its events is read first (topics are read side by side: an agent's
+    TaskStarted may come before the journal's MissionAccepted); it is listed once its submission or acceptance is
+    read."""
+
+    registry: registry.Registry = registry.INITIAL
+    missions: PMap[str, MissionRow] = dataclasses.field(default_factory=PMap)
+    ended: tuple[str, ...] = ()
+    dropped: PSet[str] = dataclasses.field(default_factory=PSet)
+    dead_letters: tuple[Located, ...] = ()
+    events: int = 0
+
+
+INITIAL = ConsoleView()
+
+
+def evolve(view: ConsoleView, item: Located) -> ConsoleView:
+    """The view after one located event; an event of no kind the console shows changes only the count."""
+    view = dataclasses.replace(view, events=view.events + 1)
+    event = item.event
+    if item.topic in (REGISTRY, HEARTBEATS):
+        return dataclasses.replace(view, registry=registry.evolve(view.registry, event))
+    if item.topic == DEAD_LETTERS:
+        if not isinstance(event, DeadLetterRecorded):
+            return view
+        return dataclasses.replace(view, dead_letters=(*view.dead_letters, item)[-KEPT_DEAD_LETTERS:])
+    mission_id = event.mission_id or event.correlation_id
+    if mission_id is None or mission_id in view.dropped:
+        return view
+    row = view.missions.get(mission_id) or MissionRow(MissionProgress(mission_id))
+    if event.event_id in row.seen:
+        return view
+    was_ended, row = row.ended, _mission(row, item)
+    missions, ended, dropped = view.missions.set(mission_id, row), view.ended, view.dropped
+    if row.ended and not was_ended:
+        ended = (*ended, mission_id)
+        for gone in ended[:-KEPT_ENDED]:
+            missions, dropped = missions.delete(gone), dropped.add(gone)
+        ended = ended[-KEPT_ENDED:]
+    return dataclasses.replace(view, missions=missions, ended=ended, dropped=dropped)
+
+
+def fold(view: ConsoleView, items: Iterable[Located]) -> ConsoleView:
+    """`evolve` over `items` in order."""
+    for item in items:
+        view = evolve(view, item)
+    return view
+
+
+def sections(item: Located) -> frozenset[str]:
+    """The sections of the page an event may change: `swarm`, `missions`, `mission:<id>`, `deadletters`."""
+    if item.topic in (REGISTRY, HEARTBEATS):
+        return frozenset({"swarm"})
+    if item.topic == DEAD_LETTERS:
+        return frozenset({"deadletters"})
+    mission_id = item.event.mission_id or item.event.correlation_id
+    return frozenset({"swarm", "missions", f"mission:{mission_id}"}) if mission_id else frozenset()
+
+
+def _mission(row: MissionRow, item: Located) -> MissionRow:
+    """One mission's row after one of its events."""
+    event = item.event
+    progress = PROGRESS.evolve(row.progress, event) if item.topic in PROGRESS.topics else row.progress
+    region, submitted_at, tasks = row.region, row.submitted_at, row.tasks
+    match event:
+        case MissionSubmitted():
+            progress = progress if progress.title else dataclasses.replace(progress, title=event.title)
+            region, submitted_at = region or event.region, submitted_at or event.occurred_at
+        case MissionAccepted():
+            region, submitted_at = event.region, event.submitted_at
+            for spec in event.tasks:
+                for replica in range(spec.replicas):
+                    tasks = tasks if (spec.task_id, replica) in tasks else tasks.set((spec.task_id, replica), _PLANNED)
+    if item.topic == JOURNAL:
+        tasks = _tasks(tasks, event)
+    steps = list(row.steps)
+    bisect.insort(steps, item, key=_step_order)
+    return MissionRow(progress, region, submitted_at, tasks, tuple(steps[-KEPT_STEPS:]), row.seen.add(event.event_id))
+
+
+_PLANNED = TaskRow("PLANNED")
+
+
+def _step_order(item: Located) -> tuple[int, int, str, int, int]:
+    """Timeline order: by the producer's time, then the broker's, then the place in the log."""
+    return (item.event.occurred_at, item.timestamp, item.topic, item.partition, item.offset)
+
+
+def _tasks(tasks: PMap[tuple[str, int], TaskRow], event: Event) -> PMap[tuple[str, int], TaskRow]:
+    """The tasks after one journal event; an event about an attempt older than the task's current one changes
+    nothing."""
+    match event:
+        case TaskQueued() | TaskAssigned() | TaskStartRecorded() | TaskReassigned() | TaskResultRecorded():
+            key = (event.task_id, event.replica)
+        case _:
+            return tasks
+    current = tasks.get(key)
+    if current is not None and event.attempt < current.attempt:
+        return tasks
+    match event:
+        case TaskQueued():
+            return tasks.set(key, TaskRow("QUEUED", event.attempt))
+        case TaskAssigned():
+            return tasks.set(key, TaskRow("ASSIGNED", event.attempt, event.agent_id))
+        case TaskStartRecorded():
+            return tasks.set(key, TaskRow("RUNNING", event.attempt, event.agent_id))
+        case TaskReassigned():
+            return tasks.set(key, TaskRow("REASSIGNED", event.attempt, None))
+        case TaskResultRecorded(stale=False):
+            return tasks.set(key, TaskRow("DONE" if event.succeeded else "FAILED", event.attempt, event.agent_id))
+    return tasks
+
+
+def status_of(agent: registry.AgentView, now_ms: int, timeout_ms: int = registry.DEFAULT_TIMEOUT_MS) -> str:
+    """DEAD or DEREGISTERED from the registry, SILENT by the registry's liveness rule, else the agent's own status
+    (the rule `swarmlog status` shows)."""
+    if not agent.alive:
+        return agent.liveness.upper()
+    return "SILENT" if registry.silent(agent, now_ms, timeout_ms) else agent.status
+
+
+def swarm(view: ConsoleView, regions: Iterable[str], now_ms: int) -> dict[str, Any]:
+    """The Swarm page: each region's agents by status, running missions and queued tasks; every agent."""
+    agents = sorted(view.registry.agents.values(), key=lambda agent: (agent.region, agent.agent_id))
+    rows: list[dict[str, Any]] = [
+        {
+            "agent_id": agent.agent_id,
+            "region": agent.region,
+            "slot": agent.slot,
+            "status": status_of(agent, now_ms),
+            "capabilities": sorted(agent.capabilities),
+            "model": agent.model,
+            "brain": agent.brain,
+            "gpu": agent.gpu,
+            "node": agent.node,
+            "heartbeat_age_s": round(max(0, now_ms - agent.last_heartbeat_ms) / 1000, 1),
+            "task": agent.in_flight_task,
+        }
+        for agent in agents
+    ]
+    by_region: dict[str, dict[str, Any]] = {
+        region: {"region": region, "agents": {}, "running_missions": 0, "queued_tasks": 0} for region in regions
+    }
+    for row in rows:
+        counts = _region(by_region, row["region"])["agents"]
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    for mission in view.missions.values():
+        if mission.known and mission.region is not None and not mission.ended:
+            region = _region(by_region, mission.region)
+            region["running_missions"] += 1
+            region["queued_tasks"] += sum(1 for task in mission.tasks.values() if task.state == "QUEUED")
+    return {"now_ms": now_ms, "regions": list(by_region.values()), "agents": rows}
+
+
+def _region(by_region: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    """A region's entry, added when the log names a region the settings do not."""
+    return by_region.setdefault(name, {"region": name, "agents": {}, "running_missions": 0, "queued_tasks": 0})
+
+
+def missions(view: ConsoleView) -> list[dict[str, Any]]:
+    """The Missions page: running missions (latest submitted first), then ended ones (latest ended first)."""
+    running = sorted(
+        (row for row in view.missions.values() if row.known and not row.ended),
+        key=lambda row: (-(row.submitted_at or 0), row.progress.mission_id),
+    )
+    ended = [view.missions[mission_id] for mission_id in reversed(view.ended) if view.missions[mission_id].known]
+    return [_summary(row) for row in (*running, *ended)]
+
+
+def _summary(row: MissionRow) -> dict[str, Any]:
+    """One mission's line: its progress, region, tasks by state and how it ended."""
+    states = collections.Counter(task.state for task in row.tasks.values())
+    result = row.progress.result
+    return {
+        **row.progress.summary(),
+        "region": row.region,
+        "submitted_at": row.submitted_at,
+        "ended": row.ended,
+        "succeeded": row.progress.succeeded,
+        "tasks": dict(sorted(states.items())),
+        "latency_ms": result.latency_ms if isinstance(result, MissionCompleted | MissionFailed) else None,
+        "outputs": list(result.outputs) if isinstance(result, MissionCompleted | MissionFailed) else [],
+        "events": len(row.steps),
+    }
+
+
+def mission(view: ConsoleView, mission_id: str) -> dict[str, Any] | None:
+    """One mission's page: its summary, its tasks, and its timeline in lanes, each event with its payload and its
+    place in the log; None for a mission the view does not hold."""
+    row = view.missions.get(mission_id)
+    if row is None or not row.known:
+        return None
+    steps = [_step(index, item) for index, item in enumerate(row.steps)]
+    agents = list(dict.fromkeys(step["lane"] for step in steps if step["lane"] not in ("client", "coordinator")))
+    lanes = [lane for lane in ("client", "coordinator") if any(step["lane"] == lane for step in steps)]
+    tasks = [
+        {"task_id": task_id, "replica": replica, "state": task.state, "attempt": task.attempt, "agent": task.agent}
+        for (task_id, replica), task in sorted(row.tasks.items())
+    ]
+    return {"summary": _summary(row), "lanes": [*lanes, *agents], "tasks": tasks, "steps": steps}
+
+
+def _step(index: int, item: Located) -> dict[str, Any]:
+    """One timeline event: when, which lane, its mark, its full payload and its coordinates."""
+    event = item.event
+    return {
+        "index": index,
+        "at_ms": event.occurred_at,
+        "lane": lane_of(event),
+        "name": event.name,
+        "mark": MARKS.get(event.name),
+        "topic": item.topic,
+        "partition": item.partition,
+        "offset": item.offset,
+        "event_id": event.event_id,
+        "causation_id": event.causation_id,
+        "task_id": event.task_id,
+        "attempt": event.attempt,
+        "payload": plain(event),
+    }
+
+
+def lane_of(event: Event) -> str:
+    """The lane an event is drawn in: the agent it is about (the voter of a vote, the waiter of a wait), else the
+    kind of its producer (`coordinator`, `client`, `streams`)."""
+    match event:
+        case VoteRequested() | VoteCast() | VoteRecorded():
+            return event.voter_agent_id
+        case WaitStarted() | WaitEnded() | DeadlockBroken():
+            return event.waiter_agent_id
+    if event.agent_id:
+        return event.agent_id
+    kind = event.producer.partition(":")[0]
+    return kind if kind in ("coordinator", "streams", "agent") else "client"
+
+
+def dead_letters(view: ConsoleView) -> list[dict[str, Any]]:
+    """The Dead letters page, latest first: reason, origin, raw key and payload as hex, and the payload's printable
+    characters."""
+    rows = []
+    for item in reversed(view.dead_letters):
+        letter = item.event
+        assert isinstance(letter, DeadLetterRecorded)  # evolve keeps no other kind
+        rows.append(
+            {
+                "at_ms": letter.occurred_at,
+                "reason": letter.reason,
+                "error_type": letter.error_type,
+                "consumer": letter.consumer,
+                "origin": {
+                    "topic": letter.origin_topic,
+                    "partition": letter.origin_partition,
+                    "offset": letter.origin_offset,
+                },
+                "key_hex": None if letter.origin_key is None else letter.origin_key.hex(),
+                "payload_hex": letter.payload.hex(),
+                "payload_text": printable(letter.payload),
+                "size": len(letter.payload),
+                "topic": item.topic,
+                "partition": item.partition,
+                "offset": item.offset,
+            }
+        )
+    return rows
+
+
+def printable(raw: bytes) -> str:
+    """The bytes as text, each byte outside printable ASCII shown as '.'."""
+    return "".join(chr(byte) if 32 <= byte < 127 else "." for byte in raw)
+
+
+def plain(value: Any) -> Any:
+    """An event (or any of its values) as JSON-ready data: records as objects of their fields, bytes as hex."""
+    if isinstance(value, msgspec.Struct):
+        return {name: plain(getattr(value, name)) for name in value.__struct_fields__}
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, list | tuple):
+        return [plain(inner) for inner in value]
+    if isinstance(value, dict):
+        return {str(key): plain(inner) for key, inner in value.items()}
+    return value

@@ -1,0 +1,220 @@
+"""`swarmlog console` in a real headless Chromium (Debian's, driven by Selenium through Debian's chromedriver), on the
+session's broker: a mission the test submits appears, advances and completes on the page, and its timeline opens each
+event with its payload and coordinates, and a reload finds it again; a dead letter holding markup is shown as text and
+runs nothing.
+
+Selenium's calls block: the browser is driven from a thread, so the coordinator and agents of the test keep running on
+the event loop meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coordinator.harness import task
+from coordinator.live import crew, submit
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.envelope import stamp
+from swarmlog.kafka.producer import EventProducer
+from swarmlog.schemas.records import DeadLetterRecorded
+from swarmlog.settings import Settings
+from swarmlog.topics import DEAD_LETTERS, MISSIONS
+
+pytestmark = pytest.mark.slow
+MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of a GET that follows no redirect."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url, headers=headers or {}), timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers), refused.read()
+
+
+@contextlib.contextmanager
+def console(settings: Settings, tmp_path: Path, *flags: str, token: str | None = None) -> Iterator[str]:
+    """`swarmlog console` on a free loopback port, until it shows the log live; its address."""
+    port = free_port()
+    env = {**os.environ, "SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+    env.pop("SWARMLOG_CONSOLE_TOKEN", None)
+    if token:
+        env["SWARMLOG_CONSOLE_TOKEN"] = token
+    log = (tmp_path / f"console-{port}.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "swarmlog", "console", "--port", str(port), *flags],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, (tmp_path / f"console-{port}.log").read_text()
+            with contextlib.suppress(OSError):
+                status, _, body = get(f"{url}/api/status", auth)
+                if status == 200 and json.loads(body)["state"] == "live":
+                    break
+            assert time.monotonic() < deadline, "the console did not show the log live within 30 s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    """Debian's headless Chromium through Debian's chromedriver (no driver download)."""
+    missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
+    assert not missing, f"{' and '.join(missing)} not installed: `make setup-kafka` installs Debian's chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or ""
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+async def until(check: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    """The first truthy result of `check` (run in a thread: it drives the browser), polled every 100 ms."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await asyncio.to_thread(check)
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"not within {timeout_s} s"
+        await asyncio.sleep(0.1)
+
+
+def texts(driver: webdriver.Chrome, css: str) -> list[str]:
+    """The text of every element `css` selects, read at one instant (the page redraws its tables as events come)."""
+    found: list[str] = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), node => node.textContent)", css
+    )
+    return found
+
+
+def click(driver: webdriver.Chrome, css: str) -> None:
+    """Click the first element `css` selects, found and clicked at one instant."""
+    driver.execute_script("document.querySelector(arguments[0]).click()", css)
+
+
+async def test_a_submitted_mission_appears_advances_and_completes_on_the_page(
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    capability = f"console-{uuid.uuid4().hex[:8]}"
+    mission_id = f"m-{capability}"
+    row = f'tr[data-mission="{mission_id}"]'
+    with console(settings, tmp_path) as url:
+        await asyncio.to_thread(browser.get, f"{url}/#/missions")
+        async with (
+            CoordinatorService(settings, "region-0", data_dir=tmp_path),
+            crew(settings, "region-0", 2, capability, first_slot=60, latency_s=1.0),
+        ):
+            tasks = [task("draft", capability), task("check", capability, depends_on=["draft"])]
+            await submit(settings, mission_id, "region-0", tasks)
+            seen: list[tuple[str, str]] = []
+
+            def phase_and_tasks() -> tuple[str, str] | None:
+                cells = texts(browser, f"{row} td.phase") + texts(browser, f"{row} td.tasks")
+                if len(cells) < 2:
+                    return None
+                if not seen or seen[-1] != (cells[0], cells[1]):
+                    seen.append((cells[0], cells[1]))
+                return (cells[0], cells[1]) if cells[0] == "COMPLETED" else None
+
+            await until(phase_and_tasks, timeout_s=45)
+        assert seen[-1] == ("COMPLETED", "DONE 2"), seen
+        assert any("RUNNING" in tasks or "ASSIGNED" in tasks or "PLANNED" in tasks for _, tasks in seen), seen
+
+        # The mission's page: its timeline in lanes, each event opening with its payload and coordinates.
+        await asyncio.to_thread(click, browser, f"{row} a")
+        await until(lambda: texts(browser, 'button[data-name="MissionCompleted"]'))
+        assert texts(browser, "#mission-phase") == ["COMPLETED"]
+        lanes = texts(browser, ".timeline .lane-head")
+        assert {f"{capability}-0", f"{capability}-1"} & set(lanes) and "coordinator" in lanes, lanes
+        await asyncio.to_thread(click, browser, 'button[data-name="TaskStarted"]')
+        payload = json.loads(await until(lambda: "".join(texts(browser, "#event-payload"))))
+        assert payload["mission_id"] == mission_id and payload["task_id"] in ("draft", "check")
+        assert texts(browser, "#event-place")[0].startswith("swarm.tasks.events[")
+
+        # A reload finds the same page, from the log.
+        await asyncio.to_thread(browser.refresh)
+        await until(lambda: texts(browser, "#mission-phase") == ["COMPLETED"])
+        await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+        await until(lambda: texts(browser, f'tr[data-agent="{capability}-0"]'))
+
+
+async def test_a_dead_letter_holding_markup_is_shown_as_text_and_runs_nothing(
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    marker = uuid.uuid4().hex
+    payload = f"{marker}{MARKUP}".encode()
+    async with EventProducer(settings, client_id="test-console") as producer:
+        await producer.send(
+            DEAD_LETTERS,
+            stamp(
+                DeadLetterRecorded,
+                producer="test",
+                origin_topic=MISSIONS,
+                origin_partition=0,
+                origin_offset=7,
+                origin_key=b"<b>key</b>",
+                payload=payload,
+                error_type="DecodeError",
+                reason=f"not a swarmlog event: {MARKUP}",
+                consumer="test",
+            ),
+            key=MISSIONS,
+        )
+    with console(settings, tmp_path) as url:
+        await asyncio.to_thread(browser.get, f"{url}/#/deadletters")
+        shown = await until(lambda: [text for text in texts(browser, "code.payload-text") if marker in text])
+        assert shown == [payload.decode()]
+        assert f"not a swarmlog event: {MARKUP}" in texts(browser, "td.reason")
+        assert payload.hex() in texts(browser, "code.hex")
+        assert browser.execute_script("return window.__pwned") is None
+        assert browser.execute_script("return document.scripts.length") == 1  # the console's own
+        assert not texts(browser, "#deadletters img, #deadletters script")

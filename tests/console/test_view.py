@@ -1,0 +1,271 @@
+"""The console's fold, given/when/then: agents by the registry's rule, missions by the coordinator's progress, tasks,
+timelines in lanes with payloads and coordinates, dead letters as text and hex, and the bounds on what it keeps."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from swarmlog.commands.status import agent_status
+from swarmlog.console import view
+from swarmlog.console.view import INITIAL, ConsoleView, Located, evolve, fold
+from swarmlog.envelope import stamp
+from swarmlog.schemas.events import Event
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentHeartbeat,
+    AgentRegistered,
+    DeadLetterRecorded,
+    MissionAccepted,
+    MissionCompleted,
+    MissionSubmitted,
+    PhaseStarted,
+    TaskAssigned,
+    TaskReassigned,
+    TaskResultRecorded,
+    TaskSpec,
+    TaskStarted,
+    TaskStartRecorded,
+    VoteCast,
+)
+from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES
+
+T0 = 1_700_000_000_000
+OFFSETS = itertools.count()
+
+
+def at(topic: str, event: Event, partition: int = 0) -> Located:
+    """The event as read from `topic` at the next offset."""
+    return Located(topic, partition, next(OFFSETS), event.occurred_at, event)
+
+
+def made(kind: type[Any], ms: int, producer: str = "coordinator:region-0", **fields: Any) -> Any:
+    """An event at T0 + ms."""
+    return stamp(kind, producer=producer, occurred_at_ms=T0 + ms, correlation_id=fields.get("mission_id"), **fields)
+
+
+def registered(agent: str, ms: int = 0) -> Located:
+    return at(
+        REGISTRY,
+        made(
+            AgentRegistered,
+            ms,
+            f"agent:{agent}",
+            agent_id=agent,
+            capabilities=["code", "review"],
+            model="smollm2",
+            brain="scripted",
+            node="node-7",
+            gpu=3,
+            region="region-0",
+            slot=4,
+        ),
+    )
+
+
+def assigned(mission: str, task: str, replica: int, attempt: int, agent: str, ms: int) -> Located:
+    fields = dict(mission_id=mission, task_id=task, replica=replica, attempt=attempt)
+    return at(JOURNAL, made(TaskAssigned, ms, agent_id=agent, slot=1, score=1.0, prompt="p", **fields))
+
+
+def result(mission: str, task: str, replica: int, attempt: int, agent: str, ms: int, **more: Any) -> Located:
+    fields = dict(mission_id=mission, task_id=task, replica=replica, attempt=attempt, agent_id=agent)
+    return at(JOURNAL, made(TaskResultRecorded, ms, succeeded=True, tokens=5, **fields, **more))
+
+
+def mission_events(mission: str = "m-1") -> list[Located]:
+    """A two-replica mission from its submission to its end, its agents' own events among the coordinator's."""
+    spec = TaskSpec("write", "write it", ["code"], [], 2)
+    return [
+        at(MISSIONS, made(MissionSubmitted, 0, "client:test", mission_id=mission, title="Write it", region="region-0")),
+        at(
+            JOURNAL,
+            made(
+                MissionAccepted,
+                10,
+                mission_id=mission,
+                region="region-0",
+                title="Write it",
+                submitted_at=T0,
+                tasks=[spec],
+            ),
+        ),
+        assigned(mission, "write", 0, 1, "a-1", 20),
+        assigned(mission, "write", 1, 1, "a-2", 21),
+        at(
+            TASK_EVENTS,
+            made(
+                TaskStarted, 30, "agent:a-1", mission_id=mission, task_id="write", replica=0, attempt=1, agent_id="a-1"
+            ),
+        ),
+        at(
+            JOURNAL,
+            made(TaskStartRecorded, 31, mission_id=mission, task_id="write", replica=0, attempt=1, agent_id="a-1"),
+        ),
+        result(mission, "write", 0, 1, "a-1", 40),
+        at(
+            VOTES,
+            made(
+                VoteCast,
+                50,
+                "agent:a-2",
+                mission_id=mission,
+                ballot_id="b",
+                voter_agent_id="a-2",
+                candidate_id="c",
+                confidence=1.0,
+                reason=None,
+            ),
+        ),
+        at(JOURNAL, made(PhaseStarted, 55, mission_id=mission, phase="CONSENSUS")),
+        at(
+            JOURNAL,
+            made(
+                MissionCompleted,
+                60,
+                mission_id=mission,
+                success=True,
+                latency_ms=60,
+                agent_count=2,
+                tasks_completed=2,
+                tasks_failed=0,
+                outputs=["done"],
+            ),
+        ),
+    ]
+
+
+def test_an_agent_shows_its_registration_its_latest_heartbeat_and_its_age() -> None:
+    registration = registered("a-1")
+    beat = made(
+        AgentHeartbeat, 1000, "agent:a-1", agent_id="a-1", registration_id=registration.event.event_id, sequence=1,
+        status="BUSY", region="region-0", slot=4, in_flight_task="m-1/write",
+    )  # fmt: skip
+
+    state = fold(INITIAL, [registration, at(HEARTBEATS, beat)])
+    swarm = view.swarm(state, ("region-0", "region-1"), T0 + 3500)
+
+    [agent] = swarm["agents"]
+    assert agent == {
+        "agent_id": "a-1", "region": "region-0", "slot": 4, "status": "BUSY", "capabilities": ["code", "review"],
+        "model": "smollm2", "brain": "scripted", "gpu": 3, "node": "node-7", "heartbeat_age_s": 2.5,
+        "task": "m-1/write",
+    }  # fmt: skip
+    assert [region["agents"] for region in swarm["regions"]] == [{"BUSY": 1}, {}]
+
+
+def test_an_agents_status_is_the_one_swarmlog_status_shows_alive_silent_and_dead() -> None:
+    registration = registered("a-1")
+    alive = fold(INITIAL, [registration])
+    death = made(
+        AgentDeclaredDead, 9000, "streams", agent_id="a-1", registration_id=registration.event.event_id,
+        last_heartbeat_at=T0, timeout_ms=5000,
+    )  # fmt: skip
+    dead = evolve(alive, at(REGISTRY, death))
+    for state, now, expected in ((alive, T0 + 100, "IDLE"), (alive, T0 + 60_000, "SILENT"), (dead, T0, "DEAD")):
+        agent = state.registry.agents["a-1"]
+        assert view.status_of(agent, now) == agent_status(agent, now) == expected
+
+
+def test_a_mission_shows_its_phase_tasks_by_state_and_its_end() -> None:
+    events = mission_events()
+    midway = fold(INITIAL, events[:7])
+    [running] = view.missions(midway)
+    assert (running["phase"], running["tasks"], running["ended"]) == ("ACCEPTED", {"ASSIGNED": 1, "DONE": 1}, False)
+    assert view.swarm(midway, ("region-0",), T0)["regions"][0]["running_missions"] == 1
+
+    [ended] = view.missions(fold(INITIAL, events))
+    assert (ended["phase"], ended["succeeded"], ended["latency_ms"], ended["outputs"]) == (
+        "COMPLETED",
+        True,
+        60,
+        ["done"],
+    )
+    assert (ended["title"], ended["region"], ended["submitted_at"]) == ("Write it", "region-0", T0)
+
+
+def test_a_missions_timeline_is_in_order_in_lanes_with_payloads_and_coordinates() -> None:
+    events = mission_events()
+    page = view.mission(fold(INITIAL, reversed(events)), "m-1")  # arrival order does not matter, event time does
+    assert page is not None
+    steps = page["steps"]
+    assert [step["event_id"] for step in steps] == [item.event.event_id for item in events]
+    assert page["lanes"] == ["client", "coordinator", "a-1", "a-2"]
+    started = next(step for step in steps if step["name"] == "TaskStarted")
+    source = events[4]
+    assert (started["lane"], started["topic"], started["partition"], started["offset"]) == (
+        "a-1", TASK_EVENTS, 0, source.offset,
+    )  # fmt: skip
+    assert started["payload"]["agent_id"] == "a-1" and started["payload"]["event_id"] == source.event.event_id
+    assert steps[-1]["mark"] == "end"
+    json.dumps(page)  # JSON-ready as it is
+
+
+def test_an_event_folded_twice_counts_once() -> None:
+    events = mission_events()
+    once, twice = fold(INITIAL, events), fold(INITIAL, [*events, *events[:7]])
+    assert view.mission(once, "m-1") == view.mission(twice, "m-1")
+
+
+def test_a_task_shows_its_latest_attempt_and_an_older_attempts_news_change_nothing() -> None:
+    events = mission_events()[:4]
+    reassigned = at(JOURNAL, made(TaskReassigned, 70, mission_id="m-1", task_id="write", replica=0, attempt=1,
+                                  from_agent_id="a-1", reason="a-1 died"))  # fmt: skip
+    state = fold(INITIAL, [*events, reassigned, assigned("m-1", "write", 0, 2, "a-3", 80)])
+    late = evolve(state, result("m-1", "write", 0, 1, "a-1", 90))
+    page = view.mission(late, "m-1")
+    assert page is not None
+    assert page["tasks"][0] == {"task_id": "write", "replica": 0, "state": "ASSIGNED", "attempt": 2, "agent": "a-3"}
+    assert any(step["mark"] == "reassigned" for step in page["steps"])
+
+
+def test_a_mission_is_listed_once_its_submission_or_acceptance_is_read() -> None:
+    events = mission_events()
+    early = fold(INITIAL, events[2:5])  # its agents' events read before the journal's acceptance
+    assert (view.missions(early), view.mission(early, "m-1"), early.events) == ([], None, 3)
+    page = view.mission(fold(early, events[:2]), "m-1")
+    assert page is not None and [step["name"] for step in page["steps"]] == [e.event.name for e in events[:5]]
+
+
+def test_a_dead_letter_shows_its_reason_origin_and_bytes_as_hex_and_printable_text() -> None:
+    raw = b'\x00<script>alert("x")</script>\xff'
+    letter = made(
+        DeadLetterRecorded, 0, "coordinator:region-0", origin_topic=MISSIONS, origin_partition=2, origin_offset=17,
+        origin_key=b"k<b>", payload=raw, error_type="DecodeError", reason="not avro: <b>bold</b>", consumer="c",
+    )  # fmt: skip
+    [row] = view.dead_letters(evolve(INITIAL, at(DEAD_LETTERS, letter)))
+    assert row["payload_hex"] == raw.hex() and row["key_hex"] == b"k<b>".hex() and row["size"] == len(raw)
+    assert row["payload_text"] == '.<script>alert("x")</script>.'
+    assert row["origin"] == {"topic": MISSIONS, "partition": 2, "offset": 17}
+    assert row["reason"] == "not avro: <b>bold</b>"
+
+
+def test_the_view_keeps_the_latest_ended_missions_and_dead_letters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(view, "KEPT_ENDED", 2)
+    monkeypatch.setattr(view, "KEPT_DEAD_LETTERS", 1)
+    state: ConsoleView = INITIAL
+    for n in range(3):
+        state = fold(state, mission_events(f"m-{n}"))
+    assert [row["mission_id"] for row in view.missions(state)] == ["m-2", "m-1"]
+    assert view.mission(state, "m-0") is None
+    for n in range(2):
+        letter = made(
+            DeadLetterRecorded, n, "streams", origin_topic=REGISTRY, origin_partition=0, origin_offset=n, payload=b"x",
+            error_type="DecodeError", reason=f"bad {n}", consumer="c",
+        )  # fmt: skip
+        state = evolve(state, at(DEAD_LETTERS, letter))
+    assert [row["reason"] for row in view.dead_letters(state)] == ["bad 1"]
+
+
+def test_each_event_names_the_sections_it_may_change() -> None:
+    events = mission_events()
+    assert view.sections(registered("a-1")) == {"swarm"}
+    assert view.sections(events[2]) == {"swarm", "missions", "mission:m-1"}
+    letter = made(
+        DeadLetterRecorded, 0, "streams", origin_topic=REGISTRY, origin_partition=0, origin_offset=0, payload=b"",
+        error_type="DecodeError", reason="r", consumer="c",
+    )  # fmt: skip
+    assert view.sections(at(DEAD_LETTERS, letter)) == {"deadletters"}
