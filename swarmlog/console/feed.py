@@ -4,8 +4,8 @@ page section so each browser stream sends what changed.
 The reader starts each topic from its beginning (heartbeats from their end: each agent's next one, within its
 interval, says all a heartbeat says) and folds every record into a fresh view; the view is shown once the reader has
 caught up, then kept live. Records that do not decode are counted and passed over: the console writes nothing, dead
-letters included. Whatever stops the reader (a broker gone, a topic deleted) is logged, and the view is rebuilt from
-the log a moment later; the browsers see every section anew then.
+letters included. While the broker is away the reader waits (aiokafka reconnects) and goes on where it was; an error
+that stops it is logged, and the view is rebuilt from the log a moment later; the browsers see every section anew.
 """
 
 from __future__ import annotations
