@@ -1,7 +1,9 @@
 """`swarmlog console` in a real headless Chromium (Debian's, driven by Selenium through Debian's chromedriver), on the
-session's broker: a mission the test submits appears, advances and completes on the page, and its timeline opens each
-event with its payload and coordinates, and a reload finds it again; a dead letter holding markup is shown as text and
-runs nothing.
+session's broker: a mission the test submits appears, advances and completes on the page through a restart of its
+coordinator, its timeline opens each event with its payload and coordinates, and a reload finds it again; an agent
+declared dead (as the streams worker declares it: its liveness is tested in tests/streams) turns DEAD and its task
+moves to another agent; a dead letter holding markup is shown as text and runs nothing; and a page whose console
+restarts reconnects by itself.
 
 Selenium's calls block: the browser is driven from a thread, so the coordinator and agents of the test keep running on
 the event loop meanwhile.
@@ -27,16 +29,16 @@ from typing import Any
 
 import pytest
 from coordinator.harness import task
-from coordinator.live import crew, submit
+from coordinator.live import crew, eventually, journal, submit
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.records import DeadLetterRecorded
+from swarmlog.schemas.records import AgentDeclaredDead, AgentEnlisted, AgentRegistered, DeadLetterRecorded
 from swarmlog.settings import Settings
-from swarmlog.topics import DEAD_LETTERS, MISSIONS
+from swarmlog.topics import DEAD_LETTERS, MISSIONS, REGISTRY
 
 pytestmark = pytest.mark.slow
 MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
@@ -189,6 +191,55 @@ async def test_a_submitted_mission_appears_advances_and_completes_on_the_page_th
         await until(lambda: texts(browser, "#mission-phase") == ["COMPLETED"])
         await asyncio.to_thread(browser.get, f"{url}/#/swarm")
         await until(lambda: texts(browser, f'tr[data-agent="{capability}-0"]'))
+
+
+async def test_an_agent_declared_dead_turns_dead_on_the_page_and_its_task_moves_to_another(
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    capability = f"console-{uuid.uuid4().hex[:8]}"
+    deaf, mission_id = f"{capability}-deaf", f"m-{capability}"
+    task_cells = 'tr[data-task="t/0"] td'
+    registration = stamp(
+        AgentRegistered,
+        producer=f"agent:{deaf}",
+        agent_id=deaf,
+        capabilities=[capability],
+        model="scripted",
+        brain="scripted",
+        node="test",
+        gpu=None,
+        region="region-0",
+        slot=56,
+    )
+
+    async def enlisted() -> bool:
+        return any(
+            isinstance(e, AgentEnlisted) and e.agent_id == deaf for e in await journal(settings, "region-0", None)
+        )  # type: ignore[arg-type]
+
+    with console(settings, tmp_path) as url:
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
+            async with EventProducer(settings, client_id="test-console") as producer:  # it registers, then is deaf
+                await producer.send(REGISTRY, registration, key=deaf)
+            await eventually(enlisted)
+            await submit(settings, mission_id, "region-0", [task("t", capability)])
+            await asyncio.to_thread(browser.get, f"{url}/#/mission/{mission_id}")
+            await until(lambda: texts(browser, task_cells)[2:5:2] == ["ASSIGNED", deaf])
+            async with crew(settings, "region-0", 1, capability, first_slot=57) as agents:
+                death = stamp(
+                    AgentDeclaredDead,
+                    producer="streams",
+                    agent_id=deaf,
+                    registration_id=registration.event_id,
+                    last_heartbeat_at=registration.occurred_at,
+                    timeout_ms=5000,
+                )
+                async with EventProducer(settings, client_id="test-console") as producer:  # as the streams worker
+                    await producer.send(REGISTRY, death, key=deaf)
+                await until(lambda: texts(browser, task_cells)[2:] == ["DONE", "2", agents[0].agent_id])
+        assert texts(browser, "button.mark-reassigned")
+        await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+        await until(lambda: texts(browser, f'tr[data-agent="{deaf}"] td.status') == ["DEAD"])
 
 
 async def test_a_dead_letter_holding_markup_is_shown_as_text_and_runs_nothing(
