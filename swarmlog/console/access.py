@@ -7,6 +7,7 @@ import dataclasses
 import hmac
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from typing import Any
@@ -19,6 +20,8 @@ from swarmlog.errors import ConfigError
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MIN_TOKEN_CHARS = 16
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9._~+/=-]+")
+"""What a token may hold: it travels in a header, a cookie and a query string unquoted."""
 COOKIE = "swarmlog_console"
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 HEADERS = [
@@ -72,6 +75,11 @@ class ConsoleSettings:
             raise ConfigError(
                 f"the console's token is {len(self.token)} characters; use at least {MIN_TOKEN_CHARS} "
                 "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(24))'`)"
+            )
+        if self.token is not None and not TOKEN_CHARS.fullmatch(self.token):
+            raise ConfigError(
+                "the console's token may hold only letters, digits and . _ ~ + / = - (it travels in a cookie and a "
+                "header as it is); `secrets.token_urlsafe` makes one"
             )
         if not loopback(self.host) and self.token is None:
             raise ConfigError(

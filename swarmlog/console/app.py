@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +22,23 @@ from swarmlog.console.access import ConsoleSettings, Gate
 from swarmlog.console.feed import Feed
 
 STATIC = Path(__file__).with_name("static")
+Section = Callable[[str, "str | None"], Any]
+"""A section of the page by name (and mission id), as JSON-ready data as of now."""
 SWARM_EVERY_S = 1.0
-"""The Swarm section is sent at least this often (its heartbeat ages grow with no event)."""
+"""The sections showing ages (AGING) are sent at least this often: their ages grow with no event."""
+AGING = ("swarm", "waits")
 COALESCE_S = 0.2
 """A stream sends at most one update of a section in this time, however many events changed it (well under the 1 s
 from commit to page)."""
 PING_S = 15.0
-SECTIONS = ("status", "swarm", "missions", "deadletters")
+SECTIONS = ("status", "swarm", "missions", "waits", "deadletters")
 
 
 def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
     """The console's ASGI application over a feed, behind its gate."""
 
     def section(name: str, mission_id: str | None = None) -> Any:
-        """One section of the page as JSON-ready data, as of now."""
+        """One section of the page (`Section`)."""
         match name:
             case "status":
                 return feed.status()
@@ -45,6 +48,8 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
                 return view.missions(feed.view)
             case "deadletters":
                 return view.dead_letters(feed.view)
+            case "waits":
+                return view.waits(feed.view, feed.clock())
             case _:
                 return view.mission(feed.view, mission_id or "")
 
@@ -53,7 +58,7 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
 
     async def document(request: Request) -> Response:
         name = request.path_params["section"]
-        return _json(section(name)) if name in SECTIONS else _json({"error": f"no section {name!r}"}, 404)
+        return _json(section(name, None)) if name in SECTIONS else _json({"error": f"no section {name!r}"}, 404)
 
     async def mission_document(request: Request) -> Response:
         found = view.mission(feed.view, request.path_params["mission_id"])
@@ -82,23 +87,23 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status, media_type="application/json")
 
 
-async def _updates(feed: Feed, section: Any, mission_id: str | None) -> AsyncIterator[bytes]:
-    """Server-sent events: every section at once, then each section again when it changed (the Swarm section at
-    least every SWARM_EVERY_S), at most one update a section per COALESCE_S; a ping comment keeps proxies open."""
-    names = ["status", "swarm", "missions", "deadletters", *(["mission"] if mission_id else [])]
+async def _updates(feed: Feed, section: Section, mission_id: str | None) -> AsyncIterator[bytes]:
+    """Server-sent events: every section at once, then each section again when it changed (those in AGING at least
+    every SWARM_EVERY_S), at most one update a section per COALESCE_S; a ping comment keeps proxies open."""
+    names = [*SECTIONS, *(["mission"] if mission_id else [])]
     sent: dict[str, int] = {}
-    swarm_at = pinged_at = 0.0
+    sent_at: dict[str, float] = {}
+    pinged_at = 0.0
     clock = asyncio.get_running_loop().time
     yield b"retry: 1000\n\n"
     while True:
         wake = feed.wake
         for name in names:
             key = f"mission:{mission_id}" if name == "mission" else name
-            due = feed.since(key) > sent.get(key, -1) or (name == "swarm" and clock() - swarm_at >= SWARM_EVERY_S)
-            if not due:
+            aging = name in AGING and clock() - sent_at.get(name, 0.0) >= SWARM_EVERY_S
+            if not (aging or feed.since(key) > sent.get(key, -1)):
                 continue
-            sent[key] = feed.version
-            swarm_at = clock() if name == "swarm" else swarm_at
+            sent[key], sent_at[name] = feed.version, clock()
             pinged_at = clock()
             yield b"event: " + name.encode() + b"\ndata: " + msgspec.json.encode(section(name, mission_id)) + b"\n\n"
         if clock() - pinged_at >= PING_S:

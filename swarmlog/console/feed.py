@@ -28,11 +28,21 @@ from swarmlog.kafka.records import TOPIC_EVENTS, input_event
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
-from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES, WAITS
+from swarmlog.topics import (
+    ALERTS,
+    DEAD_LETTERS,
+    HEARTBEATS,
+    JOURNAL,
+    MISSIONS,
+    REGISTRY,
+    TASK_EVENTS,
+    VOTES,
+    WAITS,
+)
 
 log = logging.getLogger("swarmlog.console")
 
-FROM_BEGINNING = (REGISTRY, MISSIONS, JOURNAL, TASK_EVENTS, VOTES, WAITS, DEAD_LETTERS)
+FROM_BEGINNING = (REGISTRY, MISSIONS, JOURNAL, TASK_EVENTS, VOTES, WAITS, ALERTS, DEAD_LETTERS)
 FROM_END = (HEARTBEATS,)
 POLL_MS = 200
 MAX_RECORDS = 5000

@@ -21,6 +21,7 @@ from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     DeadLetterRecorded,
     DeadlockBroken,
+    DeadlockDetected,
     MissionAccepted,
     MissionCompleted,
     MissionFailed,
@@ -37,9 +38,9 @@ from swarmlog.schemas.records import (
     WaitEnded,
     WaitStarted,
 )
-from swarmlog.streams import registry
+from swarmlog.streams import registry, waitgraph
 from swarmlog.streams.persistent import PMap, PSet
-from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, JOURNAL, REGISTRY
+from swarmlog.topics import ALERTS, DEAD_LETTERS, HEARTBEATS, JOURNAL, REGISTRY, WAITS
 
 KEPT_ENDED = 200
 """Ended missions kept (with their timelines); the oldest ended one goes when one more ends."""
@@ -47,6 +48,8 @@ KEPT_STEPS = 5000
 """Timeline events kept per mission (the latest)."""
 KEPT_DEAD_LETTERS = 500
 """Dead letters kept (the latest)."""
+KEPT_DEADLOCKS = 100
+"""Deadlocks detected and broken kept (the latest)."""
 
 MARKS = {
     TaskReassigned.name: "reassigned",
@@ -105,7 +108,8 @@ class MissionRow:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsoleView:
-    """Everything the console shows: the registry, the missions (the running ones and the last KEPT_ENDED ended ones,
+    """Everything the console shows: the registry, the wait-for graph (the streams worker's own fold) and the latest
+    deadlocks detected and broken, the missions (the running ones and the last KEPT_ENDED ended ones,
     in the order they ended; the ids of those dropped, whose late events are passed over), the latest dead letters, and
     how many events were folded.
 
@@ -114,6 +118,8 @@ class ConsoleView:
     read."""
 
     registry: registry.Registry = registry.INITIAL
+    waits: waitgraph.WaitGraph = waitgraph.INITIAL
+    deadlocks: tuple[Located, ...] = ()
     missions: PMap[str, MissionRow] = dataclasses.field(default_factory=PMap)
     ended: tuple[str, ...] = ()
     dropped: PSet[str] = dataclasses.field(default_factory=PSet)
@@ -134,6 +140,10 @@ def evolve(view: ConsoleView, item: Located) -> ConsoleView:
         if not isinstance(event, DeadLetterRecorded):
             return view
         return dataclasses.replace(view, dead_letters=(*view.dead_letters, item)[-KEPT_DEAD_LETTERS:])
+    if item.topic in waitgraph.PROJECTION.topics:
+        view = dataclasses.replace(view, waits=waitgraph.evolve(view.waits, event))
+    if isinstance(event, DeadlockDetected) or (item.topic == JOURNAL and isinstance(event, DeadlockBroken)):
+        view = dataclasses.replace(view, deadlocks=(*view.deadlocks, item)[-KEPT_DEADLOCKS:])
     mission_id = event.mission_id or event.correlation_id
     if mission_id is None or mission_id in view.dropped:
         return view
@@ -163,8 +173,11 @@ def sections(item: Located) -> frozenset[str]:
         return frozenset({"swarm"})
     if item.topic == DEAD_LETTERS:
         return frozenset({"deadletters"})
-    mission_id = item.event.mission_id or item.event.correlation_id
-    return frozenset({"swarm", "missions", f"mission:{mission_id}"}) if mission_id else frozenset()
+    event = item.event
+    waits = item.topic in (WAITS, ALERTS) or isinstance(event, DeadlockBroken)
+    mission_id = event.mission_id or event.correlation_id
+    touched = {"swarm", "missions", f"mission:{mission_id}"} if mission_id else set()
+    return frozenset(touched | ({"waits"} if waits else set()))
 
 
 def _mission(row: MissionRow, item: Located) -> MissionRow:
@@ -342,6 +355,47 @@ def lane_of(event: Event) -> str:
         return event.agent_id
     kind = event.producer.partition(":")[0]
     return kind if kind in ("coordinator", "streams", "agent") else "client"
+
+
+def waits(view: ConsoleView, now_ms: int) -> dict[str, Any]:
+    """The Waits page: the active waits (oldest first), the cycles they close now (by the worker's own cycle finder),
+    and the latest deadlocks detected and broken (latest first)."""
+    graph = view.waits
+    active = sorted(graph.waits.values(), key=lambda wait: (wait.started_ms, wait.wait_id))
+    cycles = {cycle for wait in active if (cycle := waitgraph.cycle_through(graph, wait.wait_id)) is not None}
+    return {
+        "now_ms": now_ms,
+        "waits": [
+            {
+                "wait_id": wait.wait_id,
+                "waiter": wait.waiter,
+                "waits_for": wait.waits_for,
+                "started_ms": wait.started_ms,
+                "age_s": round(max(0, now_ms - wait.started_ms) / 1000, 1),
+            }
+            for wait in active
+        ],
+        "cycles": [
+            {"agents": list(cycle.agents), "wait_ids": list(cycle.wait_ids)}
+            for cycle in sorted(cycles, key=lambda cycle: cycle.wait_ids)
+        ],
+        "deadlocks": [_deadlock(item) for item in reversed(view.deadlocks)],
+    }
+
+
+def _deadlock(item: Located) -> dict[str, Any]:
+    """One deadlock detected (its cycle) or broken (the wait aborted), with its place in the log."""
+    event = item.event
+    return {
+        "at_ms": event.occurred_at,
+        "name": event.name,
+        "cycle": list(event.cycle) if isinstance(event, DeadlockDetected | DeadlockBroken) else [],
+        "aborted": event.wait_id if isinstance(event, DeadlockBroken) else None,
+        "mission_id": event.mission_id,
+        "topic": item.topic,
+        "partition": item.partition,
+        "offset": item.offset,
+    }
 
 
 def dead_letters(view: ConsoleView) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ def test_settings_come_from_the_environment_and_flags_win() -> None:
     [
         ({"SWARMLOG_CONSOLE_HOST": "0.0.0.0"}, "SWARMLOG_CONSOLE_TOKEN"),
         ({"SWARMLOG_CONSOLE_HOST": "0.0.0.0", "SWARMLOG_CONSOLE_TOKEN": "short"}, "at least 16"),
+        ({"SWARMLOG_CONSOLE_TOKEN": "sixteen chars; and more"}, "only letters, digits"),
         ({"SWARMLOG_CONSOLE_PORT": "http"}, "SWARMLOG_CONSOLE_PORT"),
         ({"SWARMLOG_CONSOLE_PORT": "70000"}, "TCP port"),
     ],

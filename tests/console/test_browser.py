@@ -36,9 +36,16 @@ from selenium.webdriver.chrome.service import Service
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
-from swarmlog.schemas.records import AgentDeclaredDead, AgentEnlisted, AgentRegistered, DeadLetterRecorded
+from swarmlog.schemas.records import (
+    AgentDeclaredDead,
+    AgentEnlisted,
+    AgentRegistered,
+    DeadLetterRecorded,
+    WaitEnded,
+    WaitStarted,
+)
 from swarmlog.settings import Settings
-from swarmlog.topics import DEAD_LETTERS, MISSIONS, REGISTRY
+from swarmlog.topics import DEAD_LETTERS, MISSIONS, REGISTRY, WAITS
 
 pytestmark = pytest.mark.slow
 MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
@@ -286,3 +293,28 @@ async def test_the_page_recovers_when_the_console_restarts(
     with console(settings, tmp_path, port=port):
         await until(lambda: texts(browser, "#link") == ["live"], timeout_s=15)
         await until(lambda: "live" in "".join(texts(browser, "#feed")))
+
+
+async def test_the_waits_page_shows_a_cycle_of_waits_until_one_of_them_ends(
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    a, b = (f"waiter-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    starts = [
+        stamp(WaitStarted, producer=f"agent:{x}", wait_id=f"{x}-w", waiter_agent_id=x, waits_for_agent_id=y)
+        for x, y in ((a, b), (b, a))
+    ]
+    first, second = sorted((a, b))
+    drawn = f"{first} → {second} → {first}"
+    with console(settings, tmp_path) as url:
+        await asyncio.to_thread(browser.get, f"{url}/#/waits")
+        async with EventProducer(settings, client_id="test-console") as producer:
+            for start in starts:
+                await producer.send(WAITS, start, key=start.waiter_agent_id)
+            await until(lambda: any(drawn in text for text in texts(browser, "tr.cycle")))
+            assert len(texts(browser, f'tr[data-wait="{a}-w"], tr[data-wait="{b}-w"]')) == 2
+            end = stamp(
+                WaitEnded, producer=f"agent:{a}", wait_id=f"{a}-w", waiter_agent_id=a, waits_for_agent_id=b,
+                outcome="ABORTED",
+            )  # fmt: skip
+            await producer.send(WAITS, end, key=a)
+        await until(lambda: not any(drawn in text for text in texts(browser, "tr.cycle")))

@@ -19,6 +19,7 @@ from swarmlog.schemas.records import (
     AgentHeartbeat,
     AgentRegistered,
     DeadLetterRecorded,
+    DeadlockDetected,
     MissionAccepted,
     MissionCompleted,
     MissionSubmitted,
@@ -30,8 +31,10 @@ from swarmlog.schemas.records import (
     TaskStarted,
     TaskStartRecorded,
     VoteCast,
+    WaitEnded,
+    WaitStarted,
 )
-from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES
+from swarmlog.topics import ALERTS, DEAD_LETTERS, HEARTBEATS, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES, WAITS
 
 T0 = 1_700_000_000_000
 OFFSETS = itertools.count()
@@ -269,3 +272,34 @@ def test_each_event_names_the_sections_it_may_change() -> None:
         error_type="DecodeError", reason="r", consumer="c",
     )  # fmt: skip
     assert view.sections(at(DEAD_LETTERS, letter)) == {"deadletters"}
+
+
+def wait(wait_id: str, waiter: str, waits_for: str, ms: int, mission: str | None = None) -> Located:
+    return at(
+        WAITS,
+        made(WaitStarted, ms, f"agent:{waiter}", wait_id=wait_id, waiter_agent_id=waiter, waits_for_agent_id=waits_for,
+             mission_id=mission),
+    )  # fmt: skip
+
+
+def test_the_waits_page_shows_active_waits_the_cycles_they_close_and_the_deadlocks_reported() -> None:
+    state = fold(INITIAL, [wait("w1", "a", "b", 0), wait("w2", "b", "c", 100), wait("w3", "c", "a", 200, "m-1")])
+    page = view.waits(state, T0 + 1500)
+    assert [(w["waiter"], w["waits_for"], w["age_s"]) for w in page["waits"]] == [
+        ("a", "b", 1.5), ("b", "c", 1.4), ("c", "a", 1.3)
+    ]  # fmt: skip
+    assert page["cycles"] == [{"agents": ["a", "b", "c"], "wait_ids": ["w1", "w2", "w3"]}]
+
+    detected = made(
+        DeadlockDetected, 300, "streams", cycle=["a", "b", "c"], wait_ids=["w1", "w2", "w3"],
+        waits_started_at=[T0, T0 + 100, T0 + 200],
+    )  # fmt: skip
+    ended = made(
+        WaitEnded, 400, "agent:c", wait_id="w3", waiter_agent_id="c", waits_for_agent_id="a", outcome="ABORTED"
+    )
+    state = fold(state, [at(ALERTS, detected), at(WAITS, ended)])
+    page = view.waits(state, T0 + 500)
+    assert [w["wait_id"] for w in page["waits"]] == ["w1", "w2"] and page["cycles"] == []
+    assert [(d["name"], d["cycle"]) for d in page["deadlocks"]] == [("DeadlockDetected", ["a", "b", "c"])]
+    assert view.sections(at(WAITS, ended)) == {"waits"}
+    assert view.sections(wait("w4", "a", "b", 500, "m-1")) == {"waits", "swarm", "missions", "mission:m-1"}

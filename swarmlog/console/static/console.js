@@ -3,8 +3,9 @@
 // values, never as markup; the page's own script is the only one that runs (the server's Content-Security-Policy).
 "use strict";
 
-const SECTIONS = ["status", "swarm", "missions", "deadletters", "mission"];
-const data = { status: null, swarm: null, missions: null, deadletters: null, mission: null };
+const SECTIONS = ["status", "swarm", "missions", "waits", "deadletters", "mission"];
+const PAGES = ["swarm", "missions", "waits", "deadletters"];
+const data = { status: null, swarm: null, missions: null, waits: null, deadletters: null, mission: null };
 const ui = { page: "swarm", missionId: null, selected: null, source: null, retry: null };
 
 // An element with attributes, event handlers and children; strings become text nodes.
@@ -40,12 +41,12 @@ function place(topic, partition, offset) {
   return `${topic}[${partition}]@${offset}`;
 }
 
-// The address: #/swarm, #/missions, #/mission/<id>, #/deadletters.
+// The address: #/swarm, #/missions, #/mission/<id>, #/waits, #/deadletters.
 function route() {
   const [, page, ...rest] = (location.hash || "#/swarm").split("/");
-  ui.page = ["swarm", "missions", "mission", "deadletters"].includes(page) ? page : "swarm";
+  ui.page = [...PAGES, "mission"].includes(page) ? page : "swarm";
   const missionId = ui.page === "mission" ? decodeURIComponent(rest.join("/")) : null;
-  for (const name of ["swarm", "missions", "deadletters"]) {
+  for (const name of PAGES) {
     document.getElementById(`nav-${name}`).classList.toggle("current", ui.page === name);
   }
   if (missionId !== ui.missionId || !ui.source) {
@@ -109,6 +110,9 @@ function mount() {
     main.append(el("h2", null, "Mission ", el("span", { id: "mission-id" }, ui.missionId)),
       el("div", { id: "mission-summary" }), el("h2", null, "Tasks"), el("div", { id: "mission-tasks" }),
       el("h2", null, "Timeline"), el("div", { id: "timeline" }), el("div", { id: "event-details" }));
+  } else if (ui.page === "waits") {
+    main.append(el("h2", null, "Cycles"), el("div", { id: "cycles" }), el("h2", null, "Active waits"),
+      el("div", { id: "waits" }), el("h2", null, "Deadlocks detected and broken"), el("div", { id: "deadlocks" }));
   } else {
     main.append(el("h2", null, "Dead letters"), el("div", { id: "deadletters" }));
   }
@@ -121,7 +125,8 @@ function update(name) {
     if (name === "mission" && ui.page === "mission" && data.mission === null) drawMissing();
     return;
   }
-  ({ swarm: drawSwarm, missions: drawMissions, mission: drawMission, deadletters: drawDeadLetters })[name]();
+  ({ swarm: drawSwarm, missions: drawMissions, mission: drawMission, waits: drawWaits, deadletters: drawDeadLetters })[
+    name]();
 }
 
 function drawStatus() {
@@ -215,6 +220,22 @@ function drawMission() {
       " · event ", el("code", null, chosen.event_id), chosen.causation_id ? " · caused by " : "",
       chosen.causation_id ? el("code", null, chosen.causation_id) : null),
     el("pre", { id: "event-payload" }, JSON.stringify(chosen.payload, null, 2))) : null);
+}
+
+function drawWaits() {
+  const graph = data.waits;
+  document.getElementById("cycles").replaceChildren(graph.cycles.length ? table(["agents (each waits for the next)",
+    "waits"], graph.cycles.map((c) => el("tr", { class: "cycle" }, el("td", null, [...c.agents, c.agents[0]].join(" → ")),
+    el("td", null, c.wait_ids.join(", "))))) : el("p", { class: "empty" }, "no cycle"));
+  document.getElementById("waits").replaceChildren(graph.waits.length ? table(["waiter", "waits for", "since", "age",
+    "wait"], graph.waits.map((w) => el("tr", { "data-wait": w.wait_id }, el("td", null, w.waiter),
+    el("td", null, w.waits_for), el("td", null, time(w.started_ms)), el("td", null, `${w.age_s} s`),
+    el("td", null, w.wait_id)))) : el("p", { class: "empty" }, "no agent waits"));
+  document.getElementById("deadlocks").replaceChildren(graph.deadlocks.length ? table(["time", "event", "cycle",
+    "aborted wait", "mission", "at"], graph.deadlocks.map((d) => el("tr", null, el("td", null, time(d.at_ms)),
+    el("td", null, d.name), el("td", null, d.cycle.join(" → ")), el("td", null, d.aborted || ""),
+    el("td", null, d.mission_id ? el("a", { href: `#/mission/${encodeURIComponent(d.mission_id)}` }, d.mission_id) : ""),
+    el("td", null, place(d.topic, d.partition, d.offset))))) : el("p", { class: "empty" }, "none"));
 }
 
 function drawDeadLetters() {
