@@ -28,3 +28,9 @@ bench: setup-kafka
 .PHONY: test-cluster
 test-cluster: setup-kafka
 	.venv/bin/pytest -m cluster
+
+# Screenshots of `swarmlog console` for docs/operations.md (docs/images/console-*.png): a small scripted swarm on the
+# embedded broker runs examples/pipeline.yaml while Debian's headless Chromium shoots each page.
+.PHONY: screenshots
+screenshots: setup-kafka
+	.venv/bin/python scripts/console_screenshots.py
