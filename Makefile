@@ -19,7 +19,14 @@ test: setup-kafka setup-clients
 	bash scripts/typecheck.sh
 	.venv/bin/python -m swarmlog.schemas.compat
 	.venv/bin/python -m swarmlog.schemas.native
-	.venv/bin/pytest
+	bash scripts/with-docker.sh .venv/bin/pytest
+
+# swarmlog's container images (Debian base, Kafka, Redis, Prometheus, swarmlog), built here from Debian's packages and
+# our jars and wheels; cached by their inputs. Starts a loopback-only dockerd first when none answers (as root).
+.PHONY: images
+images: setup-kafka
+	.venv/bin/swarmlog docker start
+	.venv/bin/swarmlog docker images
 
 bench: setup-kafka
 	.venv/bin/python bench/codec_bench.py

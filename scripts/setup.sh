@@ -10,7 +10,8 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 install_missing redis-server:redis-server java:openjdk-17-jre-headless mvn:maven
 if [ "${SWARMLOG_SETUP_KAFKA:-0}" = 1 ]; then
   # The test suite also runs a real Prometheus and checks docker-compose.yml with the compose client.
-  install_missing prometheus:prometheus docker-compose:docker-compose
+  # Container tests: Debian's engine comes with docker-compose; debootstrap makes the images' Debian base.
+  install_missing prometheus:prometheus docker-compose:docker-compose dockerd:docker.io debootstrap:debootstrap
   # The console's browser tests (tests/console) run Debian's chromium through Debian's chromedriver.
   install_missing chromium:chromium chromedriver:chromium-driver
 fi

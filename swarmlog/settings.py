@@ -12,6 +12,8 @@ from typing import Any, Literal, get_args
 from swarmlog.errors import ConfigError
 
 BrokerKind = Literal["tansu", "kafka", "docker", "external"]
+ImageSource = Literal["local", "official"]
+"""Where SWARMLOG_BROKER=docker's images come from: built here (`make images`), or Docker Hub's official ones."""
 ENV_PREFIX = "SWARMLOG_"
 
 
@@ -40,11 +42,16 @@ class Settings:
     metrics_port: int = 0
     memory_flush_ms: int = 500
     memory_ttl_s: int = 3600
+    images: ImageSource = "local"
 
     def __post_init__(self) -> None:
         if self.broker not in get_args(BrokerKind):
             raise ConfigError(
                 f"SWARMLOG_BROKER={self.broker!r} is not a broker kind; use one of {', '.join(get_args(BrokerKind))}"
+            )
+        if self.images not in get_args(ImageSource):
+            raise ConfigError(
+                f"SWARMLOG_IMAGES={self.images!r} is not an image source; use one of {', '.join(get_args(ImageSource))}"
             )
         if self.broker == "external" and not self.bootstrap:
             raise ConfigError("SWARMLOG_BROKER=external needs SWARMLOG_BOOTSTRAP=host:port[,host:port...]")

@@ -11,6 +11,7 @@ import pytest
 
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import Broker, Redis, open_broker, open_redis
+from swarmlog.services.docker import docker_available, remove_labelled
 from swarmlog.settings import Settings
 
 # The suite runs a four-region deployment (its multi-region tests use region-0 … region-3), in this process and in
@@ -30,6 +31,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "broker" in metafunc.fixturenames:
         kafka_only = metafunc.definition.get_closest_marker("kafka_only") is not None
         metafunc.parametrize("broker", _broker_kinds(kafka_only), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_containers_left() -> Iterator[None]:
+    """The suite's containers (by their label) removed before and after the session: none outlives it, even one that a
+    killed run left behind."""
+    if docker_available()[0]:
+        remove_labelled()
+    yield
+    if docker_available()[0]:
+        remove_labelled()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from swarmlog.errors import ServiceError
 from swarmlog.services.docker import run_kafka_container, run_redis_container
@@ -37,7 +37,11 @@ def open_broker(settings: Settings) -> Iterator[Broker]:
         # Unknown broker: assume real Kafka; swarmlog stays correct without transactions anyway.
         yield Broker(kind="external", bootstrap=settings.bootstrap, supports_transactions=True)
         return
-    starters = {"kafka": lambda: run_kafka(settings.cache_dir), "tansu": run_tansu, "docker": run_kafka_container}
+    starters: dict[str, Callable[[], contextlib.AbstractContextManager[Broker]]] = {
+        "kafka": lambda: run_kafka(settings.cache_dir),
+        "tansu": run_tansu,
+        "docker": lambda: run_kafka_container(settings),
+    }
     with starters[settings.broker]() as broker:
         yield broker
 
@@ -53,7 +57,7 @@ def open_redis(settings: Settings) -> Iterator[Redis]:
             )
         yield Redis(url=settings.redis_url)
         return
-    with run_redis_container() if settings.broker == "docker" else run_redis() as redis:
+    with run_redis_container(settings) if settings.broker == "docker" else run_redis() as redis:
         yield redis
 
 

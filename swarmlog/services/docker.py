@@ -1,30 +1,41 @@
-"""Apache Kafka and Redis in Docker containers (testcontainers), for machines where a Docker engine answers."""
+"""Apache Kafka and Redis in Docker containers (testcontainers), for machines where a Docker engine answers.
+
+Images: by default the ones built here (`make images`, swarmlog.services.images), run with host networking on free
+loopback ports, so test traffic never leaves the loopback and no registry is pulled. SWARMLOG_IMAGES=official runs
+Docker Hub's apache/kafka and redis instead, with mapped ports, where a machine can pull them.
+
+Ryuk, testcontainers' reaper, is off (it is itself an image from Docker Hub): every container carries the LABEL,
+is removed when its block ends, and `remove_labelled` removes what a killed run left behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from swarmlog.errors import ServiceError
+from swarmlog.services import images
 from swarmlog.services.endpoints import Broker, Redis
-from swarmlog.services.kafka import BROKER_CONFIG, KAFKA_VERSION
-from swarmlog.services.probe import kafka_answers
+from swarmlog.services.engine import engine_answers
+from swarmlog.services.kafka import BROKER_CONFIG, KAFKA_VERSION, cluster_id
+from swarmlog.services.probe import kafka_answers, redis_answers
 from swarmlog.services.process import free_ports
+from swarmlog.settings import Settings
 
-KAFKA_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
-REDIS_IMAGE = "redis:7.4"
+if TYPE_CHECKING:  # testcontainers and the docker SDK are imported only where containers run (~0.4 s)
+    from testcontainers.core.container import DockerContainer
+
+OFFICIAL = {"kafka": f"apache/kafka:{KAFKA_VERSION}", "redis": "redis:7.4"}
+LABEL = "org.swarmlog.suite"
+READY_TIMEOUT_S = 120.0
 
 
 def docker_available() -> tuple[bool, str]:
     """Whether a Docker engine answers a ping, and why not when it does not."""
-    try:
-        import docker
-
-        docker.from_env(timeout=3).ping()
-    except Exception as exc:
-        return False, f"no Docker engine answers ({type(exc).__name__}: {exc}); start one or set DOCKER_HOST"
-    return True, "a Docker engine answers"
+    ok, reason = engine_answers()
+    return ok, reason if ok else f"{reason}; start one (`swarmlog docker start` as root) or set DOCKER_HOST"
 
 
 def _require_docker() -> None:
@@ -34,39 +45,90 @@ def _require_docker() -> None:
         raise ServiceError(f"SWARMLOG_BROKER=docker: {reason}; or use SWARMLOG_BROKER=kafka for Kafka without Docker")
 
 
-@contextlib.contextmanager
-def run_kafka_container(timeout_s: float = 120.0) -> Iterator[Broker]:
-    """Apache Kafka's official image, single node KRaft, on a free host port; removed on exit."""
+def image_for(settings: Settings, name: str) -> str:
+    """The image to run for `name`: built here (made when missing), or the official one."""
+    if settings.images == "official":
+        return OFFICIAL[name]
+    return images.ensure([name], settings.cache_dir)[name]
+
+
+def container(image: str, **kwargs: object) -> DockerContainer:
+    """A testcontainers DockerContainer of `image`, labelled as the suite's, with these docker-run options."""
+    from testcontainers.core.config import testcontainers_config
     from testcontainers.core.container import DockerContainer
 
-    _require_docker()
-    (port,) = free_ports(1)
-    # The advertised listener must be the host port, so it is fixed before the container starts.
+    testcontainers_config.ryuk_disabled = True
+    return DockerContainer(image).with_kwargs(labels={LABEL: "1"}, **kwargs)
+
+
+def remove_labelled() -> int:
+    """Remove every container with the suite's label (what a killed run left behind); how many there were."""
+    import docker
+
+    client = docker.from_env()
+    found = client.containers.list(all=True, filters={"label": LABEL})
+    for leftover in found:
+        leftover.remove(force=True, v=True)
+    return len(found)
+
+
+def _wait_until(ready: Callable[[], bool], running: DockerContainer, what: str) -> None:
+    """Poll `ready` until true; a ServiceError with the container's log when it exits or the timeout passes."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not ready():
+        wrapped = running.get_wrapped_container()
+        wrapped.reload()
+        if wrapped.status == "exited" or time.monotonic() > deadline:
+            logs = b"".join(running.get_logs()).decode(errors="replace")[-4000:]
+            raise ServiceError(f"{what} was not ready ({wrapped.status}); its log ends:\n{logs}")
+        time.sleep(0.2)
+
+
+def kafka_environment(port: int, controller_port: int, *, host_network: bool) -> Mapping[str, str]:
+    """The KAFKA_* variables of a single-node KRaft broker advertised as 127.0.0.1:`port`."""
+    listen = "127.0.0.1" if host_network else ""
+    inner_port, inner_controller = (port, controller_port) if host_network else (9092, 9093)
     config = {
         **BROKER_CONFIG,
-        "controller.quorum.voters": "1@localhost:9093",
-        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "controller.quorum.voters": f"1@{listen or 'localhost'}:{inner_controller}",
+        "listeners": f"PLAINTEXT://{listen}:{inner_port},CONTROLLER://{listen}:{inner_controller}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
     }
-    container = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
-    container.with_envs(**{"KAFKA_" + key.upper().replace(".", "_"): value for key, value in config.items()})
-    with container:
+    return {"KAFKA_" + key.upper().replace(".", "_"): value for key, value in config.items()}
+
+
+@contextlib.contextmanager
+def run_kafka_container(settings: Settings) -> Iterator[Broker]:
+    """A single-node KRaft Kafka container on a free loopback port; removed on exit."""
+    _require_docker()
+    image = image_for(settings, "kafka")
+    port, controller_port = free_ports(2)
+    official = settings.images == "official"
+    options: dict[str, object] = {} if official else {"network_mode": "host"}
+    running = container(image, **options)
+    running.with_envs(**kafka_environment(port, controller_port, host_network=not official), CLUSTER_ID=cluster_id())
+    if official:
+        running.with_bind_ports(9092, port)
+    with running:
         bootstrap = f"127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout_s
-        while not kafka_answers(bootstrap):
-            if time.monotonic() > deadline:
-                logs = b"".join(container.get_logs()).decode(errors="replace")[-4000:]
-                raise ServiceError(f"{KAFKA_IMAGE} was not ready after {timeout_s:.0f}s; its log ends:\n{logs}")
-            time.sleep(0.2)
+        _wait_until(lambda: kafka_answers(bootstrap), running, f"Kafka container {image}")
         yield Broker(kind="docker", bootstrap=bootstrap, supports_transactions=True)
 
 
 @contextlib.contextmanager
-def run_redis_container() -> Iterator[Redis]:
-    """A Redis container on a mapped port; removed on exit."""
-    from testcontainers.community.redis import RedisContainer
-
+def run_redis_container(settings: Settings) -> Iterator[Redis]:
+    """A Redis container on a free loopback port, persisting nothing; removed on exit."""
     _require_docker()
-    with RedisContainer(REDIS_IMAGE) as redis:
-        host, port = redis.get_container_host_ip(), redis.get_exposed_port(redis.port)
-        yield Redis(url=f"redis://{host}:{port}/0")
+    image = image_for(settings, "redis")
+    (port,) = free_ports(1)
+    official = settings.images == "official"
+    if official:
+        running = container(image).with_bind_ports(6379, port)
+    else:
+        running = container(image, network_mode="host").with_command(
+            f"--port {port} --bind 127.0.0.1 --save '' --appendonly no"
+        )
+    with running:
+        url = f"redis://127.0.0.1:{port}/0"
+        _wait_until(lambda: redis_answers(url), running, f"Redis container {image}")
+        yield Redis(url=url)

@@ -126,11 +126,14 @@ def stop_all(processes: Sequence[subprocess.Popen[bytes]], timeout_s: float = 10
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def run_once(argv: Sequence[str], *, what: str, log: Path, timeout_s: float = 120.0) -> None:
+def run_once(
+    argv: Sequence[str], *, what: str, log: Path, timeout_s: float = 120.0, env: Mapping[str, str] | None = None
+) -> None:
     """Run a set-up command to completion, its output appended to `log`; ServiceError with the tail if it fails."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         try:
-            result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+            result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env=env)
         except subprocess.TimeoutExpired:
             raise ServiceError(f"{what} did not finish in {timeout_s:.0f}s:\n{log_tail(log)}") from None
     if result.returncode != 0:

@@ -1,0 +1,1 @@
+"""The integration tier on containers of the images built here (make images)."""
