@@ -147,9 +147,9 @@ class Feed(Running):
             await consumer.stop()
 
     def _fold(self, records: Iterable[Any]) -> set[str]:
-        """Fold consumed records into the view; the sections they changed."""
+        """Fold consumed records into the view (one batch); the sections they changed."""
         touched: set[str] = set()
-        folded = self.view
+        items = []
         for record in records:
             try:
                 event = input_event(self._codec, record, TOPIC_EVENTS[record.topic])
@@ -158,9 +158,9 @@ class Feed(Running):
                 log.debug("passed over %s", exc)
                 continue
             item = Located(record.topic, record.partition, record.offset, record.timestamp, event)
-            folded = view.evolve(folded, item)
+            items.append(item)
             touched |= view.sections(item)
-        self.view = folded
+        self.view = view.fold(self.view, items)
         return touched
 
     async def _partitions(self, consumer: AIOKafkaConsumer) -> list[TopicPartition]:

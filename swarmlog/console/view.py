@@ -161,10 +161,19 @@ def evolve(view: ConsoleView, item: Located) -> ConsoleView:
 
 
 def fold(view: ConsoleView, items: Iterable[Located]) -> ConsoleView:
-    """`evolve` over `items` in order."""
+    """`evolve` over `items` in order; the registry's events go through its batch fold (`registry.evolve_all`, which
+    its one-event fold equals, without a scan of every agent per event), as nothing else depends on them."""
+    agents: list[Event] = []
     for item in items:
-        view = evolve(view, item)
-    return view
+        if item.topic in (REGISTRY, HEARTBEATS):
+            agents.append(item.event)
+        else:
+            view = evolve(view, item)
+    if not agents:
+        return view
+    return dataclasses.replace(
+        view, registry=registry.evolve_all(view.registry, agents), events=view.events + len(agents)
+    )
 
 
 def sections(item: Located) -> frozenset[str]:

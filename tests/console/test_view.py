@@ -303,3 +303,18 @@ def test_the_waits_page_shows_active_waits_the_cycles_they_close_and_the_deadloc
     assert [(d["name"], d["cycle"]) for d in page["deadlocks"]] == [("DeadlockDetected", ["a", "b", "c"])]
     assert view.sections(at(WAITS, ended)) == {"waits"}
     assert view.sections(wait("w4", "a", "b", 500, "m-1")) == {"waits", "swarm", "missions", "mission:m-1"}
+
+
+def test_a_batch_folds_as_its_events_one_by_one() -> None:
+    registration = registered("a-1")
+    beats = [
+        at(HEARTBEATS, made(AgentHeartbeat, 1000 * n, "agent:a-1", agent_id="a-1",
+                            registration_id=registration.event.event_id, sequence=n, status="BUSY", region="region-0",
+                            slot=4))
+        for n in range(1, 4)
+    ]  # fmt: skip
+    items = [registered("a-0"), registration, *mission_events()[:4], *beats, *mission_events("m-2")]
+    one_by_one = INITIAL
+    for item in items:
+        one_by_one = evolve(one_by_one, item)
+    assert fold(INITIAL, items) == one_by_one

@@ -5,8 +5,13 @@
 
 const SECTIONS = ["status", "swarm", "missions", "waits", "deadletters", "mission"];
 const PAGES = ["swarm", "missions", "waits", "deadletters"];
+const MAX_ROWS = 250; // rows drawn per table at most: a swarm of thousands is narrowed with the filters
 const data = { status: null, swarm: null, missions: null, waits: null, deadletters: null, mission: null };
 const ui = { page: "swarm", missionId: null, selected: null, source: null, retry: null };
+// How long each section's last updates took to apply (parse, draw, and the layout that forces), in ms, by section:
+// read by bench/console_bench.py, and by anyone in the browser's console.
+const timings = {};
+window.consoleTimings = timings;
 
 // An element with attributes, event handlers and children; strings become text nodes.
 function el(tag, props, ...children) {
@@ -73,8 +78,13 @@ function connect() {
   };
   for (const name of SECTIONS) {
     source.addEventListener(name, (message) => {
+      const start = performance.now();
       data[name] = JSON.parse(message.data);
       update(name);
+      void document.body.offsetHeight; // the layout the update needs, done now so that it is counted
+      const kept = (timings[name] = timings[name] || []);
+      kept.push(performance.now() - start);
+      if (kept.length > 500) kept.shift();
     });
   }
 }
@@ -153,10 +163,11 @@ function drawSwarm() {
     (!text || [a.agent_id, a.node, a.task || "", ...a.capabilities].join(" ").toLowerCase().includes(text)));
   const tally = {};
   for (const agent of swarm.agents) tally[agent.status] = (tally[agent.status] || 0) + 1;
-  document.getElementById("agent-counts").textContent = `${swarm.agents.length} agents: ${counts(tally)}`;
+  const more = shown.length > MAX_ROWS ? ` · showing ${MAX_ROWS} of ${shown.length}: narrow with the filters` : "";
+  document.getElementById("agent-counts").textContent = `${swarm.agents.length} agents: ${counts(tally)}${more}`;
   document.getElementById("agents").replaceChildren(table(
     ["agent", "region", "status", "capabilities", "model", "brain", "gpu", "node", "heartbeat age", "task"],
-    shown.map((a) => el("tr", { "data-agent": a.agent_id },
+    shown.slice(0, MAX_ROWS).map((a) => el("tr", { "data-agent": a.agent_id },
       el("td", null, a.agent_id), el("td", null, a.region), el("td", { class: `status status-${a.status}` }, a.status),
       el("td", null, a.capabilities.join(", ")), el("td", null, a.model), el("td", null, a.brain),
       el("td", null, a.gpu === null ? "" : a.gpu), el("td", null, a.node), el("td", null, `${a.heartbeat_age_s} s`),
@@ -168,14 +179,17 @@ function drawMissions() {
   const running = document.getElementById("running-only").checked;
   const shown = data.missions.filter((m) => (!running || !m.ended) &&
     (!text || [m.mission_id, m.title, m.phase, m.region || ""].join(" ").toLowerCase().includes(text)));
+  const more = shown.length > MAX_ROWS ? el("p", null, `showing ${MAX_ROWS} of ${shown.length}: narrow with the filter`)
+    : null;
   document.getElementById("missions").replaceChildren(shown.length ? table(
     ["mission", "title", "region", "phase", "tasks by state", "votes", "consensus", "tokens", "latency"],
-    shown.map((m) => el("tr", { "data-mission": m.mission_id },
+    shown.slice(0, MAX_ROWS).map((m) => el("tr", { "data-mission": m.mission_id },
       el("td", null, el("a", { href: `#/mission/${encodeURIComponent(m.mission_id)}` }, m.mission_id)),
       el("td", null, m.title), el("td", null, m.region || ""),
       el("td", { class: `phase phase-${m.phase}` }, m.phase), el("td", { class: "tasks" }, counts(m.tasks)),
       el("td", null, m.votes), el("td", null, m.consensus || ""), el("td", null, m.tokens),
-      el("td", null, m.latency_ms === null ? "" : `${m.latency_ms} ms`)))) : el("p", { class: "empty" }, "no missions"));
+      el("td", null, m.latency_ms === null ? "" : `${m.latency_ms} ms`)))) : el("p", { class: "empty" }, "no missions"),
+  more);
 }
 
 function drawMissing() {
