@@ -1,8 +1,8 @@
 """The console's live view: one group-less Kafka reader folding the log into `view.ConsoleView`, and a version per
 page section so each browser stream sends what changed.
 
-The reader starts each topic from its beginning (heartbeats from their end: each agent's next one, within its
-interval, says all a heartbeat says) and folds every record into a fresh view; the view is shown once the reader has
+The reader starts each topic from its beginning (token usage from RECENT_MS ago: a budget counts its current window
+only; heartbeats from their end: each agent's next one, within its interval, says all a heartbeat says) and folds every record into a fresh view; the view is shown once the reader has
 caught up, then kept live. Records that do not decode are counted and passed over: the console writes nothing, dead
 letters included. While the broker is away the reader waits (aiokafka reconnects) and goes on where it was; an error
 that stops it is logged, and the view is rebuilt from the log a moment later; the browsers see every section anew.
@@ -30,20 +30,26 @@ from swarmlog.schemas.codec import codec_for
 from swarmlog.settings import Settings
 from swarmlog.topics import (
     ALERTS,
+    CONTROL,
     DEAD_LETTERS,
     HEARTBEATS,
     JOURNAL,
     MISSIONS,
     REGISTRY,
     TASK_EVENTS,
+    USAGE,
     VOTES,
     WAITS,
 )
 
 log = logging.getLogger("swarmlog.console")
 
-FROM_BEGINNING = (REGISTRY, MISSIONS, JOURNAL, TASK_EVENTS, VOTES, WAITS, ALERTS, DEAD_LETTERS)
+FROM_BEGINNING = (REGISTRY, MISSIONS, JOURNAL, TASK_EVENTS, VOTES, WAITS, ALERTS, CONTROL, DEAD_LETTERS)
+FROM_RECENT = (USAGE,)
+"""Read from RECENT_MS ago: a budget counts the current window only (a minute by default)."""
 FROM_END = (HEARTBEATS,)
+TOPICS = (*FROM_BEGINNING, *FROM_RECENT, *FROM_END)
+RECENT_MS = 600_000
 POLL_MS = 200
 MAX_RECORDS = 5000
 RETRY_S = 1.0
@@ -126,10 +132,15 @@ class Feed(Running):
         try:
             partitions = await self._partitions(consumer)
             consumer.assign(partitions)
-            beginning = [tp for tp in partitions if tp.topic not in FROM_END]
+            beginning = [tp for tp in partitions if tp.topic in FROM_BEGINNING]
+            recent = [tp for tp in partitions if tp.topic in FROM_RECENT]
             await consumer.seek_to_beginning(*beginning)
-            await consumer.seek_to_end(*[tp for tp in partitions if tp.topic in FROM_END])
-            ends = await consumer.end_offsets(beginning)
+            await consumer.seek_to_end(*[tp for tp in partitions if tp.topic in FROM_END], *recent)
+            since = await consumer.offsets_for_times({tp: self.clock() - RECENT_MS for tp in recent})
+            for tp, found in since.items():
+                if found is not None:  # else nothing that recent: from the end
+                    consumer.seek(tp, found.offset)
+            ends = await consumer.end_offsets([*beginning, *recent])
             self.view, self.undecodable = view.INITIAL, 0
             self._set_state("catching up")
             while True:
@@ -167,11 +178,11 @@ class Feed(Running):
         """Every partition of the console's topics, once they all exist (waiting for `swarmlog topics ensure`)."""
         while True:
             cluster = await consumer._client.fetch_all_metadata()  # the public topics() keeps no partitions
-            absent = [topic for topic in (*FROM_BEGINNING, *FROM_END) if cluster.partitions_for_topic(topic) is None]
+            absent = [topic for topic in TOPICS if cluster.partitions_for_topic(topic) is None]
             if not absent:
                 return [
                     TopicPartition(topic, partition)
-                    for topic in (*FROM_BEGINNING, *FROM_END)
+                    for topic in TOPICS
                     for partition in sorted(cluster.partitions_for_topic(topic))
                 ]
             self._set_state(f"waiting for topics: {', '.join(absent)} (swarmlog topics ensure)")

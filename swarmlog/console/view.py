@@ -19,6 +19,7 @@ import msgspec
 from swarmlog.coordinator.progress import PROGRESS, MissionProgress
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
+    BudgetWindowSet,
     DeadLetterRecorded,
     DeadlockBroken,
     DeadlockDetected,
@@ -38,9 +39,9 @@ from swarmlog.schemas.records import (
     WaitEnded,
     WaitStarted,
 )
-from swarmlog.streams import registry, waitgraph
+from swarmlog.streams import budgets, registry, waitgraph
 from swarmlog.streams.persistent import PMap, PSet
-from swarmlog.topics import ALERTS, DEAD_LETTERS, HEARTBEATS, JOURNAL, REGISTRY, WAITS
+from swarmlog.topics import ALERTS, CONTROL, DEAD_LETTERS, HEARTBEATS, JOURNAL, REGISTRY, USAGE, WAITS
 
 KEPT_ENDED = 200
 """Ended missions kept (with their timelines); the oldest ended one goes when one more ends."""
@@ -108,7 +109,8 @@ class MissionRow:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsoleView:
-    """Everything the console shows: the registry, the wait-for graph (the streams worker's own fold) and the latest
+    """Everything the console shows: the registry, the token budgets (the worker's own fold, with the budget of the
+    last BudgetWindowSet), the wait-for graph (the streams worker's own fold) and the latest
     deadlocks detected and broken, the missions (the running ones and the last KEPT_ENDED ended ones,
     in the order they ended; the ids of those dropped, whose late events are passed over), the latest dead letters, and
     how many events were folded.
@@ -118,6 +120,8 @@ class ConsoleView:
     read."""
 
     registry: registry.Registry = registry.INITIAL
+    budgets: budgets.Budgets = budgets.INITIAL
+    budget_tokens: int | None = None
     waits: waitgraph.WaitGraph = waitgraph.INITIAL
     deadlocks: tuple[Located, ...] = ()
     missions: PMap[str, MissionRow] = dataclasses.field(default_factory=PMap)
@@ -136,6 +140,8 @@ def evolve(view: ConsoleView, item: Located) -> ConsoleView:
     event = item.event
     if item.topic in (REGISTRY, HEARTBEATS):
         return dataclasses.replace(view, registry=registry.evolve(view.registry, event))
+    if item.topic in budgets.PROJECTION.topics:
+        return _budgets(view, [event], budgets.evolve(view.budgets, event))
     if item.topic == DEAD_LETTERS:
         if not isinstance(event, DeadLetterRecorded):
             return view
@@ -164,11 +170,17 @@ def fold(view: ConsoleView, items: Iterable[Located]) -> ConsoleView:
     """`evolve` over `items` in order; the registry's events go through its batch fold (`registry.evolve_all`, which
     its one-event fold equals, without a scan of every agent per event), as nothing else depends on them."""
     agents: list[Event] = []
+    usage: list[Event] = []
     for item in items:
         if item.topic in (REGISTRY, HEARTBEATS):
             agents.append(item.event)
+        elif item.topic in budgets.PROJECTION.topics:
+            usage.append(item.event)
         else:
             view = evolve(view, item)
+    if usage:
+        view = _budgets(view, usage, budgets.evolve_all(view.budgets, usage))
+        view = dataclasses.replace(view, events=view.events + len(usage))
     if not agents:
         return view
     return dataclasses.replace(
@@ -176,9 +188,18 @@ def fold(view: ConsoleView, items: Iterable[Located]) -> ConsoleView:
     )
 
 
+def _budgets(view: ConsoleView, events: list[Event], folded: budgets.Budgets) -> ConsoleView:
+    """The view with the budgets folded from `events`, and the budget of their last BudgetWindowSet."""
+    tokens = view.budget_tokens
+    for event in events:
+        if isinstance(event, BudgetWindowSet) and event.window_ms >= 1:
+            tokens = event.tokens
+    return dataclasses.replace(view, budgets=folded, budget_tokens=tokens)
+
+
 def sections(item: Located) -> frozenset[str]:
     """The sections of the page an event may change: `swarm`, `missions`, `mission:<id>`, `deadletters`."""
-    if item.topic in (REGISTRY, HEARTBEATS):
+    if item.topic in (REGISTRY, HEARTBEATS, USAGE, CONTROL):
         return frozenset({"swarm"})
     if item.topic == DEAD_LETTERS:
         return frozenset({"deadletters"})
@@ -267,6 +288,7 @@ def swarm(view: ConsoleView, regions: Iterable[str], now_ms: int) -> dict[str, A
             "node": agent.node,
             "heartbeat_age_s": round(max(0, now_ms - agent.last_heartbeat_ms) / 1000, 1),
             "task": agent.in_flight_task,
+            **_usage(view, agent.agent_id, now_ms),
         }
         for agent in agents
     ]
@@ -282,6 +304,19 @@ def swarm(view: ConsoleView, regions: Iterable[str], now_ms: int) -> dict[str, A
             region["running_missions"] += 1
             region["queued_tasks"] += sum(1 for task in mission.tasks.values() if task.state == "QUEUED")
     return {"now_ms": now_ms, "regions": list(by_region.values()), "agents": rows}
+
+
+def _usage(view: ConsoleView, agent_id: str, now_ms: int) -> dict[str, Any]:
+    """An agent's tokens in the current budget window (0 when its last usage is of an earlier window), the budget per
+    window (the streams worker's default; overrides are not in the log), and until when it is throttled."""
+    usage = view.budgets.agents.get(agent_id)
+    current = usage is not None and budgets.window_start(now_ms, view.budgets.window_ms) == usage.window_start
+    throttled = usage.throttled_until if usage is not None else None
+    return {
+        "tokens": usage.used if usage is not None and current else 0,
+        "budget": view.budget_tokens,
+        "throttled_until": throttled if throttled is not None and throttled > now_ms else None,
+    }
 
 
 def _region(by_region: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from swarmlog.schemas.records import (
     AgentDeclaredDead,
     AgentHeartbeat,
     AgentRegistered,
+    BudgetExceeded,
+    BudgetWindowSet,
     DeadLetterRecorded,
     DeadlockDetected,
     MissionAccepted,
@@ -30,11 +32,24 @@ from swarmlog.schemas.records import (
     TaskSpec,
     TaskStarted,
     TaskStartRecorded,
+    TokensUsed,
     VoteCast,
     WaitEnded,
     WaitStarted,
 )
-from swarmlog.topics import ALERTS, DEAD_LETTERS, HEARTBEATS, JOURNAL, MISSIONS, REGISTRY, TASK_EVENTS, VOTES, WAITS
+from swarmlog.topics import (
+    ALERTS,
+    CONTROL,
+    DEAD_LETTERS,
+    HEARTBEATS,
+    JOURNAL,
+    MISSIONS,
+    REGISTRY,
+    TASK_EVENTS,
+    USAGE,
+    VOTES,
+    WAITS,
+)
 
 T0 = 1_700_000_000_000
 OFFSETS = itertools.count()
@@ -155,7 +170,7 @@ def test_an_agent_shows_its_registration_its_latest_heartbeat_and_its_age() -> N
     assert agent == {
         "agent_id": "a-1", "region": "region-0", "slot": 4, "status": "BUSY", "capabilities": ["code", "review"],
         "model": "smollm2", "brain": "scripted", "gpu": 3, "node": "node-7", "heartbeat_age_s": 2.5,
-        "task": "m-1/write",
+        "task": "m-1/write", "tokens": 0, "budget": None, "throttled_until": None,
     }  # fmt: skip
     assert [region["agents"] for region in swarm["regions"]] == [{"BUSY": 1}, {}]
 
@@ -318,3 +333,31 @@ def test_a_batch_folds_as_its_events_one_by_one() -> None:
     for item in items:
         one_by_one = evolve(one_by_one, item)
     assert fold(INITIAL, items) == one_by_one
+
+
+def test_an_agent_shows_its_tokens_in_the_current_window_against_the_budget_and_its_throttle() -> None:
+    window = made(BudgetWindowSet, 0, "streams", window_ms=60_000, tokens=100)
+    start = T0 - T0 % 60_000 + 60_000  # a window's start, after the window set
+    used = [
+        at(USAGE, made(TokensUsed, start - T0 + n, "agent:a-1", agent_id="a-1", generation_id=f"g{n}", prompt_tokens=40,
+                       completion_tokens=20))
+        for n in range(2)
+    ]  # fmt: skip
+    throttle = made(
+        BudgetExceeded, start - T0 + 5, "streams", agent_id="a-1", window_start=start, window_end=start + 60_000,
+        used=120, budget=100,
+    )  # fmt: skip
+    items = [registered("a-1"), at(CONTROL, window), *used, at(CONTROL, throttle)]
+    assert fold(INITIAL, items) == _one_by_one(items)
+    for state in (fold(INITIAL, items), _one_by_one(items)):
+        [agent] = view.swarm(state, ("region-0",), start + 1000)["agents"]
+        assert (agent["tokens"], agent["budget"], agent["throttled_until"]) == (120, 100, start + 60_000)
+        [later] = view.swarm(state, ("region-0",), start + 61_000)["agents"]
+        assert (later["tokens"], later["throttled_until"]) == (0, None)
+
+
+def _one_by_one(items: list[Located]) -> ConsoleView:
+    state = INITIAL
+    for item in items:
+        state = evolve(state, item)
+    return state

@@ -166,11 +166,14 @@ function drawSwarm() {
   const more = shown.length > MAX_ROWS ? ` · showing ${MAX_ROWS} of ${shown.length}: narrow with the filters` : "";
   document.getElementById("agent-counts").textContent = `${swarm.agents.length} agents: ${counts(tally)}${more}`;
   document.getElementById("agents").replaceChildren(table(
-    ["agent", "region", "status", "capabilities", "model", "brain", "gpu", "node", "heartbeat age", "task"],
+    ["agent", "region", "status", "capabilities", "model", "brain", "gpu", "node", "heartbeat age", "tokens (window)",
+      "task"],
     shown.slice(0, MAX_ROWS).map((a) => el("tr", { "data-agent": a.agent_id },
       el("td", null, a.agent_id), el("td", null, a.region), el("td", { class: `status status-${a.status}` }, a.status),
       el("td", null, a.capabilities.join(", ")), el("td", null, a.model), el("td", null, a.brain),
       el("td", null, a.gpu === null ? "" : a.gpu), el("td", null, a.node), el("td", null, `${a.heartbeat_age_s} s`),
+      el("td", { class: "tokens" }, a.budget === null ? a.tokens : `${a.tokens} / ${a.budget}`,
+        a.throttled_until ? ` · throttled until ${time(a.throttled_until)}` : ""),
       el("td", null, a.task || "")))));
 }
 
