@@ -20,6 +20,7 @@ from swarmlog.coordinator.progress import PROGRESS, MissionProgress
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     BudgetWindowSet,
+    ConsensusReached,
     DeadLetterRecorded,
     DeadlockBroken,
     DeadlockDetected,
@@ -82,12 +83,14 @@ class TaskRow:
     state: str
     attempt: int = 0
     agent: str | None = None
+    output: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MissionRow:
-    """One mission as the console holds it: its progress, region, tasks by (task, replica), timeline and the ids of
-    the events folded (a duplicate is folded once)."""
+    """One mission as the console holds it: its progress, region, tasks by (task, replica), timeline, the votes
+    recorded per ballot (the candidate of each) and the candidate each decided ballot chose, and the ids of the events
+    folded (a duplicate is folded once)."""
 
     progress: MissionProgress
     region: str | None = None
@@ -95,6 +98,8 @@ class MissionRow:
     tasks: PMap[tuple[str, int], TaskRow] = dataclasses.field(default_factory=PMap)
     steps: tuple[Located, ...] = ()
     seen: PSet[str] = dataclasses.field(default_factory=PSet)
+    votes: PMap[str, tuple[str, ...]] = dataclasses.field(default_factory=PMap)
+    chosen: PMap[str, str] = dataclasses.field(default_factory=PMap)
 
     @property
     def known(self) -> bool:
@@ -224,11 +229,17 @@ def _mission(row: MissionRow, item: Located) -> MissionRow:
             for spec in event.tasks:
                 for replica in range(spec.replicas):
                     tasks = tasks if (spec.task_id, replica) in tasks else tasks.set((spec.task_id, replica), _PLANNED)
+    votes, chosen = row.votes, row.chosen
     if item.topic == JOURNAL:
         tasks = _tasks(tasks, event)
+        if isinstance(event, VoteRecorded):
+            votes = votes.set(event.ballot_id, (*votes.get(event.ballot_id, ()), event.candidate_id))
+        elif isinstance(event, ConsensusReached):
+            chosen = chosen.set(event.ballot_id, event.candidate_id)
     steps = list(row.steps)
     bisect.insort(steps, item, key=_step_order)
-    return MissionRow(progress, region, submitted_at, tasks, tuple(steps[-KEPT_STEPS:]), row.seen.add(event.event_id))
+    seen = row.seen.add(event.event_id)
+    return MissionRow(progress, region, submitted_at, tasks, tuple(steps[-KEPT_STEPS:]), seen, votes, chosen)
 
 
 _PLANNED = TaskRow("PLANNED")
@@ -260,7 +271,8 @@ def _tasks(tasks: PMap[tuple[str, int], TaskRow], event: Event) -> PMap[tuple[st
         case TaskReassigned():
             return tasks.set(key, TaskRow("REASSIGNED", event.attempt, None))
         case TaskResultRecorded(stale=False):
-            return tasks.set(key, TaskRow("DONE" if event.succeeded else "FAILED", event.attempt, event.agent_id))
+            state = "DONE" if event.succeeded else "FAILED"
+            return tasks.set(key, TaskRow(state, event.attempt, event.agent_id, event.output))
     return tasks
 
 
@@ -361,10 +373,48 @@ def mission(view: ConsoleView, mission_id: str) -> dict[str, Any] | None:
     agents = list(dict.fromkeys(step["lane"] for step in steps if step["lane"] not in ("client", "coordinator")))
     lanes = [lane for lane in ("client", "coordinator") if any(step["lane"] == lane for step in steps)]
     tasks = [
-        {"task_id": task_id, "replica": replica, "state": task.state, "attempt": task.attempt, "agent": task.agent}
+        {
+            "task_id": task_id,
+            "replica": replica,
+            "state": task.state,
+            "attempt": task.attempt,
+            "agent": task.agent,
+            "output": task.output,
+        }
         for (task_id, replica), task in sorted(row.tasks.items())
     ]
-    return {"summary": _summary(row), "lanes": [*lanes, *agents], "tasks": tasks, "steps": steps}
+    ballots = [
+        {
+            "ballot_id": ballot,
+            "votes": dict(collections.Counter(row.votes.get(ballot, ()))),
+            "chosen": row.chosen.get(ballot),
+        }
+        for ballot in sorted({*row.votes, *row.chosen})
+    ]
+    return {
+        "summary": _summary(row),
+        "lanes": [*lanes, *agents],
+        "tasks": tasks,
+        "agreement": agreement(row.tasks),
+        "ballots": ballots,
+        "steps": steps,
+    }
+
+
+def agreement(tasks: PMap[tuple[str, int], TaskRow]) -> dict[str, str]:
+    """Whether the replicas of each replicated task agree: `agree` (every replica done, one output), `differ` (done
+    replicas with different outputs), else `pending`."""
+    replicas: dict[str, list[TaskRow]] = {}
+    for (task_id, _), task in sorted(tasks.items()):
+        replicas.setdefault(task_id, []).append(task)
+    verdicts = {}
+    for task_id, rows in replicas.items():
+        if len(rows) < 2:
+            continue
+        outputs = {row.output for row in rows if row.state == "DONE"}
+        done = all(row.state == "DONE" for row in rows)
+        verdicts[task_id] = "differ" if len(outputs) > 1 else "agree" if done else "pending"
+    return verdicts
 
 
 def _step(index: int, item: Located) -> dict[str, Any]:

@@ -243,7 +243,7 @@ async def test_an_agent_declared_dead_turns_dead_on_the_page_and_its_task_moves_
                 )
                 async with EventProducer(settings, client_id="test-console") as producer:  # as the streams worker
                     await producer.send(REGISTRY, death, key=deaf)
-                await until(lambda: texts(browser, task_cells)[2:] == ["DONE", "2", agents[0].agent_id])
+                await until(lambda: texts(browser, task_cells)[2:5] == ["DONE", "2", agents[0].agent_id])
         assert texts(browser, "button.mark-reassigned")
         await asyncio.to_thread(browser.get, f"{url}/#/swarm")
         await until(lambda: texts(browser, f'tr[data-agent="{deaf}"] td.status') == ["DEAD"])

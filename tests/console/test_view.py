@@ -20,6 +20,7 @@ from swarmlog.schemas.records import (
     AgentRegistered,
     BudgetExceeded,
     BudgetWindowSet,
+    ConsensusReached,
     DeadLetterRecorded,
     DeadlockDetected,
     MissionAccepted,
@@ -34,6 +35,7 @@ from swarmlog.schemas.records import (
     TaskStartRecorded,
     TokensUsed,
     VoteCast,
+    VoteRecorded,
     WaitEnded,
     WaitStarted,
 )
@@ -236,7 +238,9 @@ def test_a_task_shows_its_latest_attempt_and_an_older_attempts_news_change_nothi
     late = evolve(state, result("m-1", "write", 0, 1, "a-1", 90))
     page = view.mission(late, "m-1")
     assert page is not None
-    assert page["tasks"][0] == {"task_id": "write", "replica": 0, "state": "ASSIGNED", "attempt": 2, "agent": "a-3"}
+    assert page["tasks"][0] == {
+        "task_id": "write", "replica": 0, "state": "ASSIGNED", "attempt": 2, "agent": "a-3", "output": None,
+    }  # fmt: skip
     assert any(step["mark"] == "reassigned" for step in page["steps"])
 
 
@@ -361,3 +365,27 @@ def _one_by_one(items: list[Located]) -> ConsoleView:
     for item in items:
         state = evolve(state, item)
     return state
+
+
+def test_a_mission_shows_its_replicas_outputs_their_agreement_and_its_ballots() -> None:
+    events = mission_events()[:4]  # two replicas of "write", assigned
+    results = [
+        result("m-1", "write", 0, 1, "a-1", 40, output="x = 1"),
+        result("m-1", "write", 1, 1, "a-2", 41, output="x = 2"),
+    ]
+    votes = [
+        at(JOURNAL, made(VoteRecorded, 50 + n, mission_id="m-1", ballot_id="b", voter_agent_id=voter, candidate_id=choice))
+        for n, (voter, choice) in enumerate((("a-1", "c1"), ("a-2", "c2"), ("a-3", "c1")))
+    ]  # fmt: skip
+    decided = made(ConsensusReached, 60, mission_id="m-1", ballot_id="b", candidate_id="c1", output="x = 1",
+                   support=0.67, votes=3, voters=3, strategy="MAJORITY", consensus_ms=20)  # fmt: skip
+
+    halfway = view.mission(fold(INITIAL, [*events, results[0]]), "m-1")
+    page = view.mission(fold(INITIAL, [*events, *results, *votes, at(JOURNAL, decided)]), "m-1")
+
+    assert halfway is not None and halfway["agreement"] == {"write": "pending"}
+    assert page is not None and page["agreement"] == {"write": "differ"}
+    assert [task["output"] for task in page["tasks"]] == ["x = 1", "x = 2"]
+    assert page["ballots"] == [{"ballot_id": "b", "votes": {"c1": 2, "c2": 1}, "chosen": "c1"}]
+    same = fold(INITIAL, [*events, results[0], result("m-1", "write", 1, 1, "a-2", 41, output="x = 1")])
+    assert view.agreement(same.missions["m-1"].tasks) == {"write": "agree"}

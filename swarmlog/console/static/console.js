@@ -42,6 +42,10 @@ function counts(tally) {
   return Object.entries(tally || {}).map(([name, n]) => `${name} ${n}`).join(" · ");
 }
 
+function cut(text, length) {
+  return text.length > length ? `${text.slice(0, length)}…` : text;
+}
+
 function place(topic, partition, offset) {
   return `${topic}[${partition}]@${offset}`;
 }
@@ -208,10 +212,15 @@ function drawMission() {
     ` · tasks: ${counts(s.tasks)} · votes ${s.votes}`, s.consensus ? ` · consensus ${s.consensus}` : "",
     ` · tokens ${s.tokens}`, s.latency_ms === null ? "" : ` · ${s.latency_ms} ms`),
   s.outputs.length ? el("p", null, "outputs: ", s.outputs.map((o) => el("code", { class: "output" }, o, " "))) : null);
-  document.getElementById("mission-tasks").replaceChildren(table(["task", "replica", "state", "attempt", "agent"],
+  document.getElementById("mission-tasks").replaceChildren(table(
+    ["task", "replica", "state", "attempt", "agent", "output", "replicas"],
     mission.tasks.map((t) => el("tr", { "data-task": `${t.task_id}/${t.replica}` }, el("td", null, t.task_id),
       el("td", null, t.replica), el("td", { class: "state" }, t.state), el("td", null, t.attempt),
-      el("td", null, t.agent || "")))));
+      el("td", null, t.agent || ""), el("td", { class: "output" }, cut(t.output || "", 160)),
+      el("td", { class: "agreement" }, mission.agreement[t.task_id] || "")))),
+  mission.ballots.length ? table(["ballot", "votes by candidate", "chosen"], mission.ballots.map((b) =>
+    el("tr", { "data-ballot": b.ballot_id }, el("td", null, b.ballot_id), el("td", null, counts(b.votes)),
+      el("td", null, b.chosen || "")))) : null);
   const lanes = mission.lanes;
   const grid = el("div", { class: "timeline" }, el("div", { class: "lane-head" }, "time"),
     lanes.map((lane) => el("div", { class: "lane-head" }, lane)));
