@@ -14,7 +14,7 @@ Layers, outermost first; a module imports only from its own layer or the layers 
 
 A core module is also pure: it imports only the standard library's pure modules, msgspec, other cores, the
 schemas' event classes, invariants and projection descriptor, and the topic names; and it reads no clock and draws no random number.
-So is each module of PURE_TOOLS: the folds of a tool, kept apart from its I/O.
+So is each module of PURE_TOOLS: the folds of a tool, kept apart from its I/O (they may import each other).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ PURE_SCHEMAS = {
     "swarmlog.schemas.invariants",
     "swarmlog.schemas.projection",
 }
-PURE_TOOLS = ("swarmlog.console.view",)
+PURE_TOOLS = ("swarmlog.console.view", "swarmlog.console.pages")
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter", "time_ns", "random", "uuid4"}
 
 
@@ -166,7 +166,7 @@ def impure_imports(module: str) -> set[str]:
         name
         for name in imports_of(module)
         if name.split(".")[0] not in PURE_STDLIB | PURE_THIRD_PARTY
-        and not (layer(_known(name)) == "cores" or _known(name) in PURE_SCHEMAS | {"swarmlog.topics"})
+        and not (layer(_known(name)) == "cores" or _known(name) in {*PURE_SCHEMAS, "swarmlog.topics", *PURE_TOOLS})
     }
 
 

@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from swarmlog.console import view
+from swarmlog.console import pages
 from swarmlog.console.access import ConsoleSettings, Gate
 from swarmlog.console.feed import Feed
 
@@ -43,15 +43,15 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
             case "status":
                 return feed.status()
             case "swarm":
-                return view.swarm(feed.view, feed.settings.region_names, feed.clock())
+                return pages.swarm(feed.view, feed.settings.region_names, feed.clock())
             case "missions":
-                return view.missions(feed.view)
+                return pages.missions(feed.view)
             case "deadletters":
-                return view.dead_letters(feed.view)
+                return pages.dead_letters(feed.view)
             case "waits":
-                return view.waits(feed.view, feed.clock())
+                return pages.waits(feed.view, feed.clock())
             case _:
-                return view.mission(feed.view, mission_id or "")
+                return pages.mission(feed.view, mission_id or "")
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
@@ -61,7 +61,7 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
         return _json(section(name, None)) if name in SECTIONS else _json({"error": f"no section {name!r}"}, 404)
 
     async def mission_document(request: Request) -> Response:
-        found = view.mission(feed.view, request.path_params["mission_id"])
+        found = pages.mission(feed.view, request.path_params["mission_id"])
         return _json(found) if found is not None else _json({"error": "no such mission in the view"}, 404)
 
     async def stream(request: Request) -> Response:

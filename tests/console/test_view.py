@@ -1,4 +1,4 @@
-"""The console's fold, given/when/then: agents by the registry's rule, missions by the coordinator's progress, tasks,
+"""The console's fold and its pages, given/when/then: agents by the registry's rule, missions by the coordinator's progress, tasks,
 timelines in lanes with payloads and coordinates, dead letters as text and hex, and the bounds on what it keeps."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from swarmlog.commands.status import agent_status
-from swarmlog.console import view
+from swarmlog.console import pages, view
 from swarmlog.console.view import INITIAL, ConsoleView, Located, evolve, fold
 from swarmlog.envelope import stamp
 from swarmlog.schemas.events import Event
@@ -166,7 +166,7 @@ def test_an_agent_shows_its_registration_its_latest_heartbeat_and_its_age() -> N
     )  # fmt: skip
 
     state = fold(INITIAL, [registration, at(HEARTBEATS, beat)])
-    swarm = view.swarm(state, ("region-0", "region-1"), T0 + 3500)
+    swarm = pages.swarm(state, ("region-0", "region-1"), T0 + 3500)
 
     [agent] = swarm["agents"]
     assert agent == {
@@ -187,17 +187,17 @@ def test_an_agents_status_is_the_one_swarmlog_status_shows_alive_silent_and_dead
     dead = evolve(alive, at(REGISTRY, death))
     for state, now, expected in ((alive, T0 + 100, "IDLE"), (alive, T0 + 60_000, "SILENT"), (dead, T0, "DEAD")):
         agent = state.registry.agents["a-1"]
-        assert view.status_of(agent, now) == agent_status(agent, now) == expected
+        assert pages.status_of(agent, now) == agent_status(agent, now) == expected
 
 
 def test_a_mission_shows_its_phase_tasks_by_state_and_its_end() -> None:
     events = mission_events()
     midway = fold(INITIAL, events[:7])
-    [running] = view.missions(midway)
+    [running] = pages.missions(midway)
     assert (running["phase"], running["tasks"], running["ended"]) == ("ACCEPTED", {"ASSIGNED": 1, "DONE": 1}, False)
-    assert view.swarm(midway, ("region-0",), T0)["regions"][0]["running_missions"] == 1
+    assert pages.swarm(midway, ("region-0",), T0)["regions"][0]["running_missions"] == 1
 
-    [ended] = view.missions(fold(INITIAL, events))
+    [ended] = pages.missions(fold(INITIAL, events))
     assert (ended["phase"], ended["succeeded"], ended["latency_ms"], ended["outputs"]) == (
         "COMPLETED",
         True,
@@ -209,7 +209,7 @@ def test_a_mission_shows_its_phase_tasks_by_state_and_its_end() -> None:
 
 def test_a_missions_timeline_is_in_order_in_lanes_with_payloads_and_coordinates() -> None:
     events = mission_events()
-    page = view.mission(fold(INITIAL, reversed(events)), "m-1")  # arrival order does not matter, event time does
+    page = pages.mission(fold(INITIAL, reversed(events)), "m-1")  # arrival order does not matter, event time does
     assert page is not None
     steps = page["steps"]
     assert [step["event_id"] for step in steps] == [item.event.event_id for item in events]
@@ -227,7 +227,7 @@ def test_a_missions_timeline_is_in_order_in_lanes_with_payloads_and_coordinates(
 def test_an_event_folded_twice_counts_once() -> None:
     events = mission_events()
     once, twice = fold(INITIAL, events), fold(INITIAL, [*events, *events[:7]])
-    assert view.mission(once, "m-1") == view.mission(twice, "m-1")
+    assert pages.mission(once, "m-1") == pages.mission(twice, "m-1")
 
 
 def test_a_task_shows_its_latest_attempt_and_an_older_attempts_news_change_nothing() -> None:
@@ -236,7 +236,7 @@ def test_a_task_shows_its_latest_attempt_and_an_older_attempts_news_change_nothi
                                   from_agent_id="a-1", reason="a-1 died"))  # fmt: skip
     state = fold(INITIAL, [*events, reassigned, assigned("m-1", "write", 0, 2, "a-3", 80)])
     late = evolve(state, result("m-1", "write", 0, 1, "a-1", 90))
-    page = view.mission(late, "m-1")
+    page = pages.mission(late, "m-1")
     assert page is not None
     assert page["tasks"][0] == {
         "task_id": "write", "replica": 0, "state": "ASSIGNED", "attempt": 2, "agent": "a-3", "output": None,
@@ -247,8 +247,8 @@ def test_a_task_shows_its_latest_attempt_and_an_older_attempts_news_change_nothi
 def test_a_mission_is_listed_once_its_submission_or_acceptance_is_read() -> None:
     events = mission_events()
     early = fold(INITIAL, events[2:5])  # its agents' events read before the journal's acceptance
-    assert (view.missions(early), view.mission(early, "m-1"), early.events) == ([], None, 3)
-    page = view.mission(fold(early, events[:2]), "m-1")
+    assert (pages.missions(early), pages.mission(early, "m-1"), early.events) == ([], None, 3)
+    page = pages.mission(fold(early, events[:2]), "m-1")
     assert page is not None and [step["name"] for step in page["steps"]] == [e.event.name for e in events[:5]]
 
 
@@ -258,7 +258,7 @@ def test_a_dead_letter_shows_its_reason_origin_and_bytes_as_hex_and_printable_te
         DeadLetterRecorded, 0, "coordinator:region-0", origin_topic=MISSIONS, origin_partition=2, origin_offset=17,
         origin_key=b"k<b>", payload=raw, error_type="DecodeError", reason="not avro: <b>bold</b>", consumer="c",
     )  # fmt: skip
-    [row] = view.dead_letters(evolve(INITIAL, at(DEAD_LETTERS, letter)))
+    [row] = pages.dead_letters(evolve(INITIAL, at(DEAD_LETTERS, letter)))
     assert row["payload_hex"] == raw.hex() and row["key_hex"] == b"k<b>".hex() and row["size"] == len(raw)
     assert row["payload_text"] == '.<script>alert("x")</script>.'
     assert row["origin"] == {"topic": MISSIONS, "partition": 2, "offset": 17}
@@ -271,15 +271,15 @@ def test_the_view_keeps_the_latest_ended_missions_and_dead_letters(monkeypatch: 
     state: ConsoleView = INITIAL
     for n in range(3):
         state = fold(state, mission_events(f"m-{n}"))
-    assert [row["mission_id"] for row in view.missions(state)] == ["m-2", "m-1"]
-    assert view.mission(state, "m-0") is None
+    assert [row["mission_id"] for row in pages.missions(state)] == ["m-2", "m-1"]
+    assert pages.mission(state, "m-0") is None
     for n in range(2):
         letter = made(
             DeadLetterRecorded, n, "streams", origin_topic=REGISTRY, origin_partition=0, origin_offset=n, payload=b"x",
             error_type="DecodeError", reason=f"bad {n}", consumer="c",
         )  # fmt: skip
         state = evolve(state, at(DEAD_LETTERS, letter))
-    assert [row["reason"] for row in view.dead_letters(state)] == ["bad 1"]
+    assert [row["reason"] for row in pages.dead_letters(state)] == ["bad 1"]
 
 
 def test_each_event_names_the_sections_it_may_change() -> None:
@@ -303,7 +303,7 @@ def wait(wait_id: str, waiter: str, waits_for: str, ms: int, mission: str | None
 
 def test_the_waits_page_shows_active_waits_the_cycles_they_close_and_the_deadlocks_reported() -> None:
     state = fold(INITIAL, [wait("w1", "a", "b", 0), wait("w2", "b", "c", 100), wait("w3", "c", "a", 200, "m-1")])
-    page = view.waits(state, T0 + 1500)
+    page = pages.waits(state, T0 + 1500)
     assert [(w["waiter"], w["waits_for"], w["age_s"]) for w in page["waits"]] == [
         ("a", "b", 1.5), ("b", "c", 1.4), ("c", "a", 1.3)
     ]  # fmt: skip
@@ -317,7 +317,7 @@ def test_the_waits_page_shows_active_waits_the_cycles_they_close_and_the_deadloc
         WaitEnded, 400, "agent:c", wait_id="w3", waiter_agent_id="c", waits_for_agent_id="a", outcome="ABORTED"
     )
     state = fold(state, [at(ALERTS, detected), at(WAITS, ended)])
-    page = view.waits(state, T0 + 500)
+    page = pages.waits(state, T0 + 500)
     assert [w["wait_id"] for w in page["waits"]] == ["w1", "w2"] and page["cycles"] == []
     assert [(d["name"], d["cycle"]) for d in page["deadlocks"]] == [("DeadlockDetected", ["a", "b", "c"])]
     assert view.sections(at(WAITS, ended)) == {"waits"}
@@ -354,9 +354,9 @@ def test_an_agent_shows_its_tokens_in_the_current_window_against_the_budget_and_
     items = [registered("a-1"), at(CONTROL, window), *used, at(CONTROL, throttle)]
     assert fold(INITIAL, items) == _one_by_one(items)
     for state in (fold(INITIAL, items), _one_by_one(items)):
-        [agent] = view.swarm(state, ("region-0",), start + 1000)["agents"]
+        [agent] = pages.swarm(state, ("region-0",), start + 1000)["agents"]
         assert (agent["tokens"], agent["budget"], agent["throttled_until"]) == (120, 100, start + 60_000)
-        [later] = view.swarm(state, ("region-0",), start + 61_000)["agents"]
+        [later] = pages.swarm(state, ("region-0",), start + 61_000)["agents"]
         assert (later["tokens"], later["throttled_until"]) == (0, None)
 
 
@@ -380,12 +380,12 @@ def test_a_mission_shows_its_replicas_outputs_their_agreement_and_its_ballots() 
     decided = made(ConsensusReached, 60, mission_id="m-1", ballot_id="b", candidate_id="c1", output="x = 1",
                    support=0.67, votes=3, voters=3, strategy="MAJORITY", consensus_ms=20)  # fmt: skip
 
-    halfway = view.mission(fold(INITIAL, [*events, results[0]]), "m-1")
-    page = view.mission(fold(INITIAL, [*events, *results, *votes, at(JOURNAL, decided)]), "m-1")
+    halfway = pages.mission(fold(INITIAL, [*events, results[0]]), "m-1")
+    page = pages.mission(fold(INITIAL, [*events, *results, *votes, at(JOURNAL, decided)]), "m-1")
 
     assert halfway is not None and halfway["agreement"] == {"write": "pending"}
     assert page is not None and page["agreement"] == {"write": "differ"}
     assert [task["output"] for task in page["tasks"]] == ["x = 1", "x = 2"]
     assert page["ballots"] == [{"ballot_id": "b", "votes": {"c1": 2, "c2": 1}, "chosen": "c1"}]
     same = fold(INITIAL, [*events, results[0], result("m-1", "write", 1, 1, "a-2", 41, output="x = 1")])
-    assert view.agreement(same.missions["m-1"].tasks) == {"write": "agree"}
+    assert pages.agreement(same.missions["m-1"].tasks) == {"write": "agree"}
