@@ -20,6 +20,8 @@ from starlette.types import ASGIApp
 from swarmlog.console import pages
 from swarmlog.console.access import ConsoleSettings, Gate
 from swarmlog.console.feed import Feed
+from swarmlog.console.replaying import Replays
+from swarmlog.errors import ConfigError, SwarmlogError
 
 STATIC = Path(__file__).with_name("static")
 Section = Callable[[str, "str | None"], Any]
@@ -64,6 +66,20 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
         found = pages.mission(feed.view, request.path_params["mission_id"])
         return _json(found) if found is not None else _json({"error": "no such mission in the view"}, 404)
 
+    replays = Replays(feed.settings)
+
+    async def replay(request: Request) -> Response:
+        asked = request.query_params
+        try:
+            found = await replays.state(
+                feed.view, asked.get("component", ""), asked.get("key") or None, asked.get("at")
+            )
+        except ConfigError as exc:
+            return _json({"error": str(exc)}, 400)
+        except SwarmlogError as exc:
+            return _json({"error": str(exc)}, 503)
+        return _json(found)
+
     async def stream(request: Request) -> Response:
         mission_id = request.query_params.get("mission") or None
         return StreamingResponse(
@@ -75,6 +91,7 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
     routes = [
         Route("/", index),
         Route("/api/stream", stream),
+        Route("/api/replay", replay),
         Route("/api/missions/{mission_id:str}", mission_document),
         Route("/api/{section:str}", document),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -31,6 +31,9 @@ from swarmlog.schemas.records import (
 from swarmlog.streams import budgets, registry, waitgraph
 from swarmlog.streams.persistent import PMap
 
+MAX_ENTRIES = 1000
+"""Entries of a replayed state sent to the page at most (the differing first)."""
+
 MARKS = {
     TaskReassigned.name: "reassigned",
     DeadlockBroken.name: "deadlock",
@@ -305,3 +308,25 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): plain(inner) for key, inner in value.items()}
     return value
+
+
+def compared(replayed: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any]:
+    """A replayed state's entries next to the live ones (None: no live state to compare with): every entry of either,
+    with its two values and whether they differ, the differing first; at most MAX_ENTRIES of them."""
+    names = sorted(set(replayed) | set(live or {}))
+    rows = [
+        {
+            "entry": name,
+            "replayed": replayed.get(name),
+            "live": None if live is None else live.get(name),
+            "differs": live is not None and replayed.get(name) != live.get(name),
+        }
+        for name in names
+    ]
+    rows.sort(key=lambda row: not row["differs"])
+    return {
+        "compared": live is not None,
+        "entries": len(rows),
+        "differing": sum(1 for row in rows if row["differs"]),
+        "rows": rows[:MAX_ENTRIES],
+    }

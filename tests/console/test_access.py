@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from swarmlog.console.access import ConsoleSettings, loopback
+from swarmlog.console.replaying import span
 from swarmlog.errors import ConfigError
+from swarmlog.replay.source import Span
 from swarmlog.settings import Settings
 
 from .test_browser import console, free_port, get
@@ -74,3 +76,12 @@ def test_a_console_with_a_token_asks_for_it_and_answers_only_to_local_names(sett
         status, headers, _ = get(f"{url}/", {"Authorization": f"Bearer {TOKEN}"})
         assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
         assert get(f"{url}/api/missions", {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"})[0] == 403
+
+
+def test_a_replays_at_is_an_offset_epoch_milliseconds_or_an_iso_time() -> None:
+    assert span(None) == span("") == Span()
+    assert span("42") == Span(to_offset=42)
+    assert span("1764633600000") == Span(to_ms=1_764_633_600_000)
+    assert span("2025-12-02T00:00:00") == span("2025-12-02T00:00:00+00:00") == Span(to_ms=1_764_633_600_000)
+    with pytest.raises(ConfigError, match="neither an offset"):
+        span("yesterday")

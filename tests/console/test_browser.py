@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,40 @@ async def test_the_waits_page_shows_a_cycle_of_waits_until_one_of_them_ends(
             )  # fmt: skip
             await producer.send(WAITS, end, key=a)
         await until(lambda: not any(drawn in text for text in texts(browser, "tr.cycle")))
+
+
+async def test_the_replay_page_folds_a_component_up_to_a_time_and_compares_it_with_the_live_state(
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    agent = f"replayed-{uuid.uuid4().hex[:8]}"
+    before = datetime.now(UTC).isoformat()
+    registration = stamp(
+        AgentRegistered, producer=f"agent:{agent}", agent_id=agent, capabilities=["x"], model="scripted",
+        brain="scripted", node="test", gpu=None, region="region-0", slot=1,
+    )  # fmt: skip
+    async with EventProducer(settings, client_id="test-console") as producer:
+        await producer.send(REGISTRY, registration, key=agent)
+    entry = f'tr[data-entry="agents/{agent}"]'
+
+    def replayed(component: str, key: str, at: str) -> None:
+        browser.execute_script(
+            "document.getElementById('replay-component').value = arguments[0];"
+            "document.getElementById('replay-key').value = arguments[1];"
+            "document.getElementById('replay-at').value = arguments[2];"
+            "document.getElementById('replay-result').replaceChildren();"
+            "document.getElementById('replay-run').click()",
+            component, key, at,
+        )  # fmt: skip
+
+    with console(settings, tmp_path) as url:
+        await asyncio.to_thread(browser.get, f"{url}/#/replay")
+        await asyncio.to_thread(replayed, "registry", "", "")
+        summary = await until(lambda: "".join(texts(browser, "#replay-summary")))
+        assert "events folded" in summary and "differ from the console's live state" in summary
+        assert len(texts(browser, f"{entry} td")) == 4  # entry, replayed, live, whether they differ
+        await asyncio.to_thread(replayed, "registry", "", before)
+        await until(lambda: texts(browser, "#replay-summary"))
+        cells = await until(lambda: texts(browser, f"{entry} td"))
+        assert cells[1] == "null" and cells[3] == "differs"  # not registered yet then, registered now
+        await asyncio.to_thread(replayed, "coordinator", "region-99", "")
+        assert "unknown region" in await until(lambda: "".join(texts(browser, "#replay-error")))

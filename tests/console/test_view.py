@@ -389,3 +389,15 @@ def test_a_mission_shows_its_replicas_outputs_their_agreement_and_its_ballots() 
     assert page["ballots"] == [{"ballot_id": "b", "votes": {"c1": 2, "c2": 1}, "chosen": "c1"}]
     same = fold(INITIAL, [*events, results[0], result("m-1", "write", 1, 1, "a-2", 41, output="x = 1")])
     assert pages.agreement(same.missions["m-1"].tasks) == {"write": "agree"}
+
+
+def test_a_replayed_state_is_compared_entry_by_entry_with_the_live_one_the_differing_first() -> None:
+    replayed = {"agents/a": {"status": "IDLE"}, "agents/b": {"status": "BUSY"}, "window_ms": 60000}
+    live = {"agents/a": {"status": "IDLE"}, "agents/b": {"status": "IDLE"}, "agents/c": {"status": "IDLE"}}
+    found = pages.compared(replayed, live)
+    assert (found["compared"], found["entries"], found["differing"]) == (True, 4, 3)
+    assert [(row["entry"], row["differs"]) for row in found["rows"]] == [
+        ("agents/b", True), ("agents/c", True), ("window_ms", True), ("agents/a", False)
+    ]  # fmt: skip
+    alone = pages.compared(replayed, None)
+    assert (alone["compared"], alone["differing"], alone["rows"][0]["live"]) == (False, 0, None)

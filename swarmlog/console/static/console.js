@@ -53,9 +53,9 @@ function place(topic, partition, offset) {
 // The address: #/swarm, #/missions, #/mission/<id>, #/waits, #/deadletters.
 function route() {
   const [, page, ...rest] = (location.hash || "#/swarm").split("/");
-  ui.page = [...PAGES, "mission"].includes(page) ? page : "swarm";
+  ui.page = [...PAGES, "mission", "replay"].includes(page) ? page : "swarm";
   const missionId = ui.page === "mission" ? decodeURIComponent(rest.join("/")) : null;
-  for (const name of PAGES) {
+  for (const name of [...PAGES, "replay"]) {
     document.getElementById(`nav-${name}`).classList.toggle("current", ui.page === name);
   }
   if (missionId !== ui.missionId || !ui.source) {
@@ -127,6 +127,17 @@ function mount() {
   } else if (ui.page === "waits") {
     main.append(el("h2", null, "Cycles"), el("div", { id: "cycles" }), el("h2", null, "Active waits"),
       el("div", { id: "waits" }), el("h2", null, "Deadlocks detected and broken"), el("div", { id: "deadlocks" }));
+  } else if (ui.page === "replay") {
+    const names = ["registry", "waitgraph", "budgets", "coordinator", "mission", "agent", "top"];
+    main.append(el("h2", null, "Replay"),
+      el("p", null, "A component's state folded from the log by the live processes' own folds, up to an offset or a " +
+        "time (empty: now); registry, waitgraph and budgets are compared with the console's live state."),
+      el("div", { class: "toolbar" },
+        el("select", { id: "replay-component" }, names.map((n) => el("option", { value: n }, n))),
+        el("input", { id: "replay-key", placeholder: "key: region, mission or agent id" }),
+        el("input", { id: "replay-at", placeholder: "at: offset, epoch ms or ISO time" }),
+        el("button", { id: "replay-run", type: "button", on: { click: replay } }, "Replay")),
+      el("div", { id: "replay-result" }));
   } else {
     main.append(el("h2", null, "Dead letters"), el("div", { id: "deadletters" }));
   }
@@ -262,6 +273,28 @@ function drawWaits() {
     el("td", null, d.name), el("td", null, d.cycle.join(" → ")), el("td", null, d.aborted || ""),
     el("td", null, d.mission_id ? el("a", { href: `#/mission/${encodeURIComponent(d.mission_id)}` }, d.mission_id) : ""),
     el("td", null, place(d.topic, d.partition, d.offset))))) : el("p", { class: "empty" }, "none"));
+}
+
+async function replay() {
+  const result = document.getElementById("replay-result");
+  const query = new URLSearchParams({ component: document.getElementById("replay-component").value,
+    key: document.getElementById("replay-key").value, at: document.getElementById("replay-at").value });
+  result.replaceChildren(el("p", { class: "empty" }, "reading the log…"));
+  const response = await fetch(`/api/replay?${query}`);
+  const found = await response.json();
+  if (!response.ok) {
+    result.replaceChildren(el("p", { id: "replay-error", class: "status-DEAD" }, found.error));
+    return;
+  }
+  const summary = `${found.events} events folded · ${found.entries} entries` +
+    (found.compared ? ` · ${found.differing} differ from the console's live state` : "");
+  result.replaceChildren(el("p", { id: "replay-summary" }, summary),
+    [...found.notes, ...found.problems].map((line) => el("p", { class: "empty" }, line)),
+    table(found.compared ? ["entry", "replayed", "live", ""] : ["entry", "replayed"], found.rows.map((r) =>
+      el("tr", { "data-entry": r.entry, class: r.differs ? "differs" : null }, el("td", null, r.entry),
+        el("td", null, el("pre", null, JSON.stringify(r.replayed, null, 1))),
+        found.compared ? el("td", null, el("pre", null, JSON.stringify(r.live, null, 1))) : null,
+        found.compared ? el("td", null, r.differs ? "differs" : "") : null))));
 }
 
 function drawDeadLetters() {
