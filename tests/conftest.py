@@ -11,7 +11,7 @@ import pytest
 
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.services import Broker, Redis, open_broker, open_redis
-from swarmlog.services.docker import docker_available, remove_labelled
+from swarmlog.services.docker import docker_available, remove_orphans
 from swarmlog.settings import Settings
 
 # The suite runs a four-region deployment (its multi-region tests use region-0 … region-3), in this process and in
@@ -35,13 +35,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def no_containers_left() -> Iterator[None]:
-    """The suite's containers (by their label) removed before and after the session: none outlives it, even one that a
-    killed run left behind."""
+    """The suite's containers (by their label) removed before and after the session: none outlives it, nor one that a
+    killed run left behind; a suite running beside this one keeps its own."""
     if docker_available()[0]:
-        remove_labelled()
+        remove_orphans()
     yield
     if docker_available()[0]:
-        remove_labelled()
+        remove_orphans()
 
 
 @pytest.fixture(scope="session")

@@ -5,14 +5,17 @@ loopback ports, so test traffic never leaves the loopback and no registry is pul
 Docker Hub's apache/kafka and redis instead, with mapped ports, where a machine can pull them.
 
 Ryuk, testcontainers' reaper, is off (it is itself an image from Docker Hub): every container carries the LABEL,
-is removed when its block ends, and `remove_labelled` removes what a killed run left behind.
+whose value is the pid of the process that started it; it is removed when its block ends, and `remove_orphans`
+removes what a killed run left behind, never the containers of another run that is still going.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swarmlog.errors import ServiceError
@@ -58,18 +61,27 @@ def container(image: str, **kwargs: object) -> DockerContainer:
     from testcontainers.core.container import DockerContainer
 
     testcontainers_config.ryuk_disabled = True
-    return DockerContainer(image).with_kwargs(labels={LABEL: "1"}, **kwargs)
+    return DockerContainer(image).with_kwargs(labels={LABEL: str(os.getpid())}, **kwargs)
 
 
-def remove_labelled() -> int:
-    """Remove every container with the suite's label (what a killed run left behind); how many there were."""
+def remove_orphans() -> int:
+    """Remove the containers labelled by this process or by a process that no longer runs; how many there were.
+
+    A label that is not a pid (docker-compose.yml's ci profile run by hand says `manual`) is never removed."""
     import docker
 
-    client = docker.from_env()
-    found = client.containers.list(all=True, filters={"label": LABEL})
-    for leftover in found:
+    found = docker.from_env().containers.list(all=True, filters={"label": LABEL})
+    owned = [box for box in found if _orphaned(box.labels.get(LABEL, ""))]
+    for leftover in owned:
         leftover.remove(force=True, v=True)
-    return len(found)
+    return len(owned)
+
+
+def _orphaned(owner: str) -> bool:
+    """Whether a label names this process, or a process that has ended."""
+    if not owner.isdigit():
+        return False
+    return int(owner) == os.getpid() or not Path(f"/proc/{owner}").exists()
 
 
 def _wait_until(ready: Callable[[], bool], running: DockerContainer, what: str) -> None:

@@ -4,7 +4,8 @@
 (debootstrap), then Kafka, Redis, Prometheus and swarmlog on it (deploy/images/<name>/Dockerfile). Each image is
 tagged with a digest of its inputs (`swarmlog/kafka:in-3f2a…`), which is how a build is reused: it runs again only
 when an input changed (a Dockerfile, the jars' pom, swarmlog's sources, the base under it). It is also tagged with
-its version (`swarmlog/kafka:4.1.2`, `swarmlog/redis:7.0.15`) for people and docker-compose.yml.
+its version (`swarmlog/kafka:4.1.2`, `swarmlog/redis:7.0.15`), and `latest` names the build of the checkout's
+current inputs (docker-compose.yml's ci profile runs those).
 """
 
 from __future__ import annotations
@@ -267,6 +268,10 @@ def _tag(reference: str, alias: str) -> None:
 
 
 def ensure(names: Iterable[str], cache_dir: Path, say: Callable[[str], None] = lambda _: None) -> dict[str, str]:
-    """Each named image (and the base), built when missing: name → reference by digest."""
+    """Each named image (and the base), built when missing and tagged `latest` (docker-compose.yml's ci profile runs
+    that tag): name → reference by digest."""
     base = build_base(cache_dir, say)
-    return {name: build(BY_NAME[name], base, cache_dir, say) for name in names}
+    built = {name: build(BY_NAME[name], base, cache_dir, say) for name in names}
+    for name, reference in built.items():
+        _tag(reference, f"{BY_NAME[name].repository}:latest")
+    return built
