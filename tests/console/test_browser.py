@@ -6,7 +6,7 @@ moves to another agent; a dead letter holding markup is shown as text and runs n
 restarts reconnects by itself.
 
 Selenium's calls block: the browser is driven from a thread, so the coordinator and agents of the test keep running on
-the event loop meanwhile.
+the event loop meanwhile. One console serves every test of a broker but the one that restarts its own.
 """
 
 from __future__ import annotations
@@ -114,6 +114,13 @@ def console(
 
 
 @pytest.fixture(scope="module")
+def shared(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One console for the module's tests that do not restart it (it reads the whole log, live): its address."""
+    with console(settings, tmp_path_factory.mktemp("console")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     """Debian's headless Chromium through Debian's chromedriver (no driver download)."""
     missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
@@ -154,7 +161,7 @@ def click(driver: webdriver.Chrome, css: str) -> None:
 
 
 async def test_a_submitted_mission_appears_advances_and_completes_on_the_page_through_a_coordinator_restart(
-    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     capability = f"console-{uuid.uuid4().hex[:8]}"
     mission_id = f"m-{capability}"
@@ -170,39 +177,39 @@ async def test_a_submitted_mission_appears_advances_and_completes_on_the_page_th
             seen.append((cells[0], cells[1]))
         return phase in (None, cells[0]) and tasks in (None, cells[1])
 
-    with console(settings, tmp_path) as url:
-        await asyncio.to_thread(browser.get, f"{url}/#/missions")
-        async with crew(settings, "region-0", 2, capability, first_slot=60, latency_s=1.0):
-            async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
-                tasks = [task("draft", capability), task("check", capability, depends_on=["draft"])]
-                await submit(settings, mission_id, "region-0", tasks)
-                await until(lambda: shown() and "DONE 1" in seen[-1][1])
-            # The coordinator stops mid-mission and starts again from its journal; the page follows it to the end.
-            async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
-                await until(lambda: shown("COMPLETED"), timeout_s=45)
-        assert seen[-1] == ("COMPLETED", "DONE 2"), seen
-        assert any(tasks != "DONE 2" for _, tasks in seen) and seen[0][0] != "COMPLETED", seen
+    url = shared
+    await asyncio.to_thread(browser.get, f"{url}/#/missions")
+    async with crew(settings, "region-0", 2, capability, first_slot=60, latency_s=1.0):
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
+            tasks = [task("draft", capability), task("check", capability, depends_on=["draft"])]
+            await submit(settings, mission_id, "region-0", tasks)
+            await until(lambda: shown() and "DONE 1" in seen[-1][1])
+        # The coordinator stops mid-mission and starts again from its journal; the page follows it to the end.
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
+            await until(lambda: shown("COMPLETED"), timeout_s=45)
+    assert seen[-1] == ("COMPLETED", "DONE 2"), seen
+    assert any(tasks != "DONE 2" for _, tasks in seen) and seen[0][0] != "COMPLETED", seen
 
-        # The mission's page: its timeline in lanes, each event opening with its payload and coordinates.
-        await asyncio.to_thread(click, browser, f"{row} a")
-        await until(lambda: texts(browser, 'button[data-name="MissionCompleted"]'))
-        assert texts(browser, "#mission-phase") == ["COMPLETED"]
-        lanes = texts(browser, ".timeline .lane-head")
-        assert {f"{capability}-0", f"{capability}-1"} & set(lanes) and "coordinator" in lanes, lanes
-        await asyncio.to_thread(click, browser, 'button[data-name="TaskStarted"]')
-        payload = json.loads(await until(lambda: "".join(texts(browser, "#event-payload"))))
-        assert payload["mission_id"] == mission_id and payload["task_id"] in ("draft", "check")
-        assert texts(browser, "#event-place")[0].startswith("swarm.tasks.events[")
+    # The mission's page: its timeline in lanes, each event opening with its payload and coordinates.
+    await asyncio.to_thread(click, browser, f"{row} a")
+    await until(lambda: texts(browser, 'button[data-name="MissionCompleted"]'))
+    assert texts(browser, "#mission-phase") == ["COMPLETED"]
+    lanes = texts(browser, ".timeline .lane-head")
+    assert {f"{capability}-0", f"{capability}-1"} & set(lanes) and "coordinator" in lanes, lanes
+    await asyncio.to_thread(click, browser, 'button[data-name="TaskStarted"]')
+    payload = json.loads(await until(lambda: "".join(texts(browser, "#event-payload"))))
+    assert payload["mission_id"] == mission_id and payload["task_id"] in ("draft", "check")
+    assert texts(browser, "#event-place")[0].startswith("swarm.tasks.events[")
 
-        # A reload finds the same page, from the log.
-        await asyncio.to_thread(browser.refresh)
-        await until(lambda: texts(browser, "#mission-phase") == ["COMPLETED"])
-        await asyncio.to_thread(browser.get, f"{url}/#/swarm")
-        await until(lambda: texts(browser, f'tr[data-agent="{capability}-0"]'))
+    # A reload finds the same page, from the log.
+    await asyncio.to_thread(browser.refresh)
+    await until(lambda: texts(browser, "#mission-phase") == ["COMPLETED"])
+    await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+    await until(lambda: texts(browser, f'tr[data-agent="{capability}-0"]'))
 
 
 async def test_an_agent_declared_dead_turns_dead_on_the_page_and_its_task_moves_to_another(
-    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     capability = f"console-{uuid.uuid4().hex[:8]}"
     deaf, mission_id = f"{capability}-deaf", f"m-{capability}"
@@ -225,33 +232,33 @@ async def test_an_agent_declared_dead_turns_dead_on_the_page_and_its_task_moves_
             isinstance(e, AgentEnlisted) and e.agent_id == deaf for e in await journal(settings, "region-0", None)
         )  # type: ignore[arg-type]
 
-    with console(settings, tmp_path) as url:
-        async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
-            async with EventProducer(settings, client_id="test-console") as producer:  # it registers, then is deaf
-                await producer.send(REGISTRY, registration, key=deaf)
-            await eventually(enlisted)
-            await submit(settings, mission_id, "region-0", [task("t", capability)])
-            await asyncio.to_thread(browser.get, f"{url}/#/mission/{mission_id}")
-            await until(lambda: texts(browser, task_cells)[2:5:2] == ["ASSIGNED", deaf])
-            async with crew(settings, "region-0", 1, capability, first_slot=57) as agents:
-                death = stamp(
-                    AgentDeclaredDead,
-                    producer="streams",
-                    agent_id=deaf,
-                    registration_id=registration.event_id,
-                    last_heartbeat_at=registration.occurred_at,
-                    timeout_ms=5000,
-                )
-                async with EventProducer(settings, client_id="test-console") as producer:  # as the streams worker
-                    await producer.send(REGISTRY, death, key=deaf)
-                await until(lambda: texts(browser, task_cells)[2:5] == ["DONE", "2", agents[0].agent_id])
-        assert texts(browser, "button.mark-reassigned")
-        await asyncio.to_thread(browser.get, f"{url}/#/swarm")
-        await until(lambda: texts(browser, f'tr[data-agent="{deaf}"] td.status') == ["DEAD"])
+    url = shared
+    async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
+        async with EventProducer(settings, client_id="test-console") as producer:  # it registers, then is deaf
+            await producer.send(REGISTRY, registration, key=deaf)
+        await eventually(enlisted)
+        await submit(settings, mission_id, "region-0", [task("t", capability)])
+        await asyncio.to_thread(browser.get, f"{url}/#/mission/{mission_id}")
+        await until(lambda: texts(browser, task_cells)[2:5:2] == ["ASSIGNED", deaf])
+        async with crew(settings, "region-0", 1, capability, first_slot=57) as agents:
+            death = stamp(
+                AgentDeclaredDead,
+                producer="streams",
+                agent_id=deaf,
+                registration_id=registration.event_id,
+                last_heartbeat_at=registration.occurred_at,
+                timeout_ms=5000,
+            )
+            async with EventProducer(settings, client_id="test-console") as producer:  # as the streams worker
+                await producer.send(REGISTRY, death, key=deaf)
+            await until(lambda: texts(browser, task_cells)[2:5] == ["DONE", "2", agents[0].agent_id])
+    assert texts(browser, "button.mark-reassigned")
+    await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+    await until(lambda: texts(browser, f'tr[data-agent="{deaf}"] td.status') == ["DEAD"])
 
 
 async def test_a_dead_letter_holding_markup_is_shown_as_text_and_runs_nothing(
-    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     marker = uuid.uuid4().hex
     payload = f"{marker}{MARKUP}".encode()
@@ -272,15 +279,15 @@ async def test_a_dead_letter_holding_markup_is_shown_as_text_and_runs_nothing(
             ),
             key=MISSIONS,
         )
-    with console(settings, tmp_path) as url:
-        await asyncio.to_thread(browser.get, f"{url}/#/deadletters")
-        shown = await until(lambda: [text for text in texts(browser, "code.payload-text") if marker in text])
-        assert shown == [payload.decode()]
-        assert f"not a swarmlog event: {MARKUP}" in texts(browser, "td.reason")
-        assert payload.hex() in texts(browser, "code.hex")
-        assert browser.execute_script("return window.__pwned") is None
-        assert browser.execute_script("return document.scripts.length") == 1  # the console's own
-        assert not texts(browser, "#deadletters img, #deadletters script")
+    url = shared
+    await asyncio.to_thread(browser.get, f"{url}/#/deadletters")
+    shown = await until(lambda: [text for text in texts(browser, "code.payload-text") if marker in text])
+    assert shown == [payload.decode()]
+    assert f"not a swarmlog event: {MARKUP}" in texts(browser, "td.reason")
+    assert payload.hex() in texts(browser, "code.hex")
+    assert browser.execute_script("return window.__pwned") is None
+    assert browser.execute_script("return document.scripts.length") == 1  # the console's own
+    assert not texts(browser, "#deadletters img, #deadletters script")
 
 
 async def test_the_page_recovers_when_the_console_restarts(
@@ -297,7 +304,7 @@ async def test_the_page_recovers_when_the_console_restarts(
 
 
 async def test_the_waits_page_shows_a_cycle_of_waits_until_one_of_them_ends(
-    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     a, b = (f"waiter-{uuid.uuid4().hex[:8]}" for _ in range(2))
     starts = [
@@ -306,23 +313,23 @@ async def test_the_waits_page_shows_a_cycle_of_waits_until_one_of_them_ends(
     ]
     first, second = sorted((a, b))
     drawn = f"{first} → {second} → {first}"
-    with console(settings, tmp_path) as url:
-        await asyncio.to_thread(browser.get, f"{url}/#/waits")
-        async with EventProducer(settings, client_id="test-console") as producer:
-            for start in starts:
-                await producer.send(WAITS, start, key=start.waiter_agent_id)
-            await until(lambda: any(drawn in text for text in texts(browser, "tr.cycle")))
-            assert len(texts(browser, f'tr[data-wait="{a}-w"], tr[data-wait="{b}-w"]')) == 2
-            end = stamp(
-                WaitEnded, producer=f"agent:{a}", wait_id=f"{a}-w", waiter_agent_id=a, waits_for_agent_id=b,
-                outcome="ABORTED",
-            )  # fmt: skip
-            await producer.send(WAITS, end, key=a)
-        await until(lambda: not any(drawn in text for text in texts(browser, "tr.cycle")))
+    url = shared
+    await asyncio.to_thread(browser.get, f"{url}/#/waits")
+    async with EventProducer(settings, client_id="test-console") as producer:
+        for start in starts:
+            await producer.send(WAITS, start, key=start.waiter_agent_id)
+        await until(lambda: any(drawn in text for text in texts(browser, "tr.cycle")))
+        assert len(texts(browser, f'tr[data-wait="{a}-w"], tr[data-wait="{b}-w"]')) == 2
+        end = stamp(
+            WaitEnded, producer=f"agent:{a}", wait_id=f"{a}-w", waiter_agent_id=a, waits_for_agent_id=b,
+            outcome="ABORTED",
+        )  # fmt: skip
+        await producer.send(WAITS, end, key=a)
+    await until(lambda: not any(drawn in text for text in texts(browser, "tr.cycle")))
 
 
 async def test_the_replay_page_folds_a_component_up_to_a_time_and_compares_it_with_the_live_state(
-    settings: Settings, tmp_path: Path, browser: webdriver.Chrome
+    settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     agent = f"replayed-{uuid.uuid4().hex[:8]}"
     before = datetime.now(UTC).isoformat()
@@ -344,15 +351,15 @@ async def test_the_replay_page_folds_a_component_up_to_a_time_and_compares_it_wi
             component, key, at,
         )  # fmt: skip
 
-    with console(settings, tmp_path) as url:
-        await asyncio.to_thread(browser.get, f"{url}/#/replay")
-        await asyncio.to_thread(replayed, "registry", "", "")
-        summary = await until(lambda: "".join(texts(browser, "#replay-summary")))
-        assert "events folded" in summary and "differ from the console's live state" in summary
-        assert len(texts(browser, f"{entry} td")) == 4  # entry, replayed, live, whether they differ
-        await asyncio.to_thread(replayed, "registry", "", before)
-        await until(lambda: texts(browser, "#replay-summary"))
-        cells = await until(lambda: texts(browser, f"{entry} td"))
-        assert cells[1] == "null" and cells[3] == "differs"  # not registered yet then, registered now
-        await asyncio.to_thread(replayed, "coordinator", "region-99", "")
-        assert "unknown region" in await until(lambda: "".join(texts(browser, "#replay-error")))
+    url = shared
+    await asyncio.to_thread(browser.get, f"{url}/#/replay")
+    await asyncio.to_thread(replayed, "registry", "", "")
+    summary = await until(lambda: "".join(texts(browser, "#replay-summary")))
+    assert "events folded" in summary and "differ from the console's live state" in summary
+    assert len(texts(browser, f"{entry} td")) == 4  # entry, replayed, live, whether they differ
+    await asyncio.to_thread(replayed, "registry", "", before)
+    await until(lambda: texts(browser, "#replay-summary"))
+    cells = await until(lambda: texts(browser, f"{entry} td"))
+    assert cells[1] == "null" and cells[3] == "differs"  # not registered yet then, registered now
+    await asyncio.to_thread(replayed, "coordinator", "region-99", "")
+    assert "unknown region" in await until(lambda: "".join(texts(browser, "#replay-error")))
