@@ -12,6 +12,7 @@ removes what a killed run left behind, never the containers of another run that 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # testcontainers and the docker SDK are imported only where c
 
 OFFICIAL = {"kafka": f"apache/kafka:{KAFKA_VERSION}", "redis": "redis:7.4"}
 LABEL = "org.swarmlog.suite"
+log = logging.getLogger("swarmlog.services")
 READY_TIMEOUT_S = 120.0
 
 
@@ -52,7 +54,7 @@ def image_for(settings: Settings, name: str) -> str:
     """The image to run for `name`: built here (made when missing), or the official one."""
     if settings.images == "official":
         return OFFICIAL[name]
-    return images.ensure([name], settings.cache_dir)[name]
+    return images.ensure([name], settings.cache_dir, log.warning)[name]
 
 
 def container(image: str, **kwargs: object) -> DockerContainer:
