@@ -1,8 +1,7 @@
 """`swarmlog console` in a real headless Chromium (Debian's, driven by Selenium through Debian's chromedriver), on the
 session's broker: a mission the test submits appears, advances and completes on the page through a restart of its
 coordinator, its timeline opens each event with its payload and coordinates, and a reload finds it again; an agent
-declared dead (as the streams worker declares it: its liveness is tested in tests/streams) turns DEAD and its task
-moves to another agent; a dead letter holding markup is shown as text and runs nothing; and a page whose console
+killed with -9 mid-task turns DEAD once the streams worker declares it dead, and its task moves to another agent; a dead letter holding markup is shown as text and runs nothing; and a page whose console
 restarts reconnects by itself.
 
 Selenium's calls block: the browser is driven from a thread, so the coordinator and agents of the test keep running on
@@ -16,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from coordinator.harness import task
-from coordinator.live import crew, eventually, journal, submit
+from coordinator.live import crew, submit
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
@@ -38,8 +38,6 @@ from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.envelope import stamp
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.records import (
-    AgentDeclaredDead,
-    AgentEnlisted,
     AgentRegistered,
     DeadLetterRecorded,
     WaitEnded,
@@ -47,6 +45,10 @@ from swarmlog.schemas.records import (
 )
 from swarmlog.settings import Settings
 from swarmlog.topics import DEAD_LETTERS, MISSIONS, REGISTRY, WAITS
+
+sys.path[:0] = [str(Path(__file__).parents[1] / "streams"), str(Path(__file__).parents[1] / "actors")]
+from agent_harness import start_agent
+from worker_harness import Worker
 
 pytestmark = pytest.mark.slow
 MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
@@ -208,53 +210,47 @@ async def test_a_submitted_mission_appears_advances_and_completes_on_the_page_th
     await until(lambda: texts(browser, f'tr[data-agent="{capability}-0"]'))
 
 
-async def test_an_agent_declared_dead_turns_dead_on_the_page_and_its_task_moves_to_another(
+async def test_a_killed_agent_turns_dead_on_the_page_and_its_task_moves_to_another(
     settings: Settings, tmp_path: Path, browser: webdriver.Chrome, shared: str
 ) -> None:
     capability = f"console-{uuid.uuid4().hex[:8]}"
-    deaf, mission_id = f"{capability}-deaf", f"m-{capability}"
+    victim, mission_id = f"{capability}-victim", f"m-{capability}"
     task_cells = 'tr[data-task="t/0"] td'
-    registration = stamp(
-        AgentRegistered,
-        producer=f"agent:{deaf}",
-        agent_id=deaf,
-        capabilities=[capability],
-        model="scripted",
-        brain="scripted",
-        node="test",
-        gpu=None,
-        region="region-0",
-        slot=56,
-    )
-
-    async def enlisted() -> bool:
-        return any(
-            isinstance(e, AgentEnlisted) and e.agent_id == deaf for e in await journal(settings, "region-0", None)
-        )  # type: ignore[arg-type]
-
+    brain = tmp_path / "brain.json"
+    brain.write_text(json.dumps({"median_ms": 30_000, "sigma": 0.05}))  # it holds its task until it is killed
+    quick = tmp_path / "quick.json"
+    quick.write_text(json.dumps({"median_ms": 500, "sigma": 0.05}))  # the agent started after the kill
+    worker = Worker(settings.bootstrap or "", settings.broker, settings.redis_url or "", tmp_path / "streams",
+                    liveness_timeout_ms=2000)  # fmt: skip
     url = shared
-    async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
-        async with EventProducer(settings, client_id="test-console") as producer:  # it registers, then is deaf
-            await producer.send(REGISTRY, registration, key=deaf)
-        await eventually(enlisted)
-        await submit(settings, mission_id, "region-0", [task("t", capability)])
-        await asyncio.to_thread(browser.get, f"{url}/#/mission/{mission_id}")
-        await until(lambda: texts(browser, task_cells)[2:5:2] == ["ASSIGNED", deaf])
-        async with crew(settings, "region-0", 1, capability, first_slot=57) as agents:
-            death = stamp(
-                AgentDeclaredDead,
-                producer="streams",
-                agent_id=deaf,
-                registration_id=registration.event_id,
-                last_heartbeat_at=registration.occurred_at,
-                timeout_ms=5000,
-            )
-            async with EventProducer(settings, client_id="test-console") as producer:  # as the streams worker
-                await producer.send(REGISTRY, death, key=deaf)
-            await until(lambda: texts(browser, task_cells)[2:5] == ["DONE", "2", agents[0].agent_id])
-    assert texts(browser, "button.mark-reassigned")
-    await asyncio.to_thread(browser.get, f"{url}/#/swarm")
-    await until(lambda: texts(browser, f'tr[data-agent="{deaf}"] td.status') == ["DEAD"])
+    await asyncio.to_thread(worker.start)
+
+    def scripted(model: Path) -> list[str]:
+        """The flags of a scripted agent of the region with the test's capability, heartbeating every 250 ms."""
+        return ["--region", "region-0", "--capabilities", capability, "--brain", "scripted", "--model", str(model),
+                "--heartbeat-s", "0.25"]  # fmt: skip
+
+    agent = start_agent(settings, victim, 58, tmp_path, *scripted(brain))
+    heir = None
+    try:
+        async with CoordinatorService(settings, "region-0", data_dir=tmp_path):
+            await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+            await until(lambda: texts(browser, f'tr[data-agent="{victim}"] td.status'), timeout_s=60)
+            await submit(settings, mission_id, "region-0", [task("t", capability)])
+            await asyncio.to_thread(browser.get, f"{url}/#/mission/{mission_id}")
+            await until(lambda: texts(browser, task_cells)[2:5:2] == ["RUNNING", victim], timeout_s=60)
+            agent.send_signal(signal.SIGKILL)  # kill -9 mid-task: the worker notices its silence
+            agent.wait(10)
+            heir = start_agent(settings, f"{capability}-heir", 59, tmp_path, *scripted(quick))
+            await until(lambda: texts(browser, task_cells)[2:5] == ["DONE", "2", f"{capability}-heir"], 90)
+        assert texts(browser, "button.mark-reassigned")
+        await asyncio.to_thread(browser.get, f"{url}/#/swarm")
+        await until(lambda: texts(browser, f'tr[data-agent="{victim}"] td.status') == ["DEAD"])
+    finally:
+        for process in (agent, heir):
+            if process is not None and process.poll() is None:
+                process.kill()
+        worker.stop()
 
 
 async def test_a_dead_letter_holding_markup_is_shown_as_text_and_runs_nothing(
