@@ -357,5 +357,9 @@ async def test_the_replay_page_folds_a_component_up_to_a_time_and_compares_it_wi
     await until(lambda: texts(browser, "#replay-summary"))
     cells = await until(lambda: texts(browser, f"{entry} td"))
     assert cells[1] == "null" and cells[3] == "differs"  # not registered yet then, registered now
+    await asyncio.to_thread(replayed, "coordinator", "region-0", before)  # no live state here: the log's end instead
+    summary = await until(lambda: "".join(texts(browser, "#replay-summary")))
+    assert "differ from the log's end" in summary, summary
+    assert texts(browser, "#replay-result th")[:3] == ["entry", "replayed", "now"]
     await asyncio.to_thread(replayed, "coordinator", "region-99", "")
     assert "unknown region" in await until(lambda: "".join(texts(browser, "#replay-error")))

@@ -131,7 +131,8 @@ function mount() {
     const names = ["registry", "waitgraph", "budgets", "coordinator", "mission", "agent", "top"];
     main.append(el("h2", null, "Replay"),
       el("p", null, "A component's state folded from the log by the live processes' own folds, up to an offset or a " +
-        "time (empty: now); registry, waitgraph and budgets are compared with the console's live state."),
+        "time (empty: now); registry, waitgraph and budgets are compared with the console's live state, the others " +
+        "with the same fold to the log's end."),
       el("div", { class: "toolbar" },
         el("select", { id: "replay-component" }, names.map((n) => el("option", { value: n }, n))),
         el("input", { id: "replay-key", placeholder: "key: region, mission or agent id" }),
@@ -287,10 +288,11 @@ async function replay() {
     return;
   }
   const summary = `${found.events} events folded · ${found.entries} entries` +
-    (found.compared ? ` · ${found.differing} differ from the console's live state` : "");
+    (found.compared ? ` · ${found.differing} differ from ${found.against}` : "");
   result.replaceChildren(el("p", { id: "replay-summary" }, summary),
     [...found.notes, ...found.problems].map((line) => el("p", { class: "empty" }, line)),
-    table(found.compared ? ["entry", "replayed", "live", ""] : ["entry", "replayed"], found.rows.map((r) =>
+    table(found.compared ? ["entry", "replayed", found.against === "the log's end" ? "now" : "live", ""] :
+      ["entry", "replayed"], found.rows.map((r) =>
       el("tr", { "data-entry": r.entry, class: r.differs ? "differs" : null }, el("td", null, r.entry),
         el("td", null, el("pre", null, JSON.stringify(r.replayed, null, 1))),
         found.compared ? el("td", null, el("pre", null, JSON.stringify(r.live, null, 1))) : null,
