@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from faust.serializers import codecs
-
 from swarmlog.coordinator import State
 from swarmlog.coordinator.shell import folded as snapshots
 from swarmlog.errors import SwarmlogError
@@ -16,7 +14,7 @@ from swarmlog.replay.components import Component, component
 from swarmlog.replay.fold import Problem, replay
 from swarmlog.replay.source import Span, read
 from swarmlog.settings import Settings
-from swarmlog.streams.app.tables import load_value
+from swarmlog.streams.app.tables import latest_rows
 from swarmlog.topics import JOURNAL
 
 
@@ -144,19 +142,8 @@ async def read_table(settings: Settings, changelog: str, app_id: str) -> tuple[d
             f"no changelog topic {changelog} on {settings.bootstrap}: no streams worker with app id "
             f"{app_id!r} has kept that table there (`swarmlog streams`; --app-id names another)"
         )
-    values: dict[str, Any] = {}
-    problems: list[Problem] = []
-    for record in reading.records:
-        try:
-            key = codecs.loads("json", record.key or b"")
-            value = None if record.value is None else load_value(record.value)
-        except (ValueError, TypeError) as exc:
-            problems.append(Problem(record.topic, record.partition, record.offset, f"not a table row: {exc}"))
-            continue
-        if value is None:
-            values.pop(key, None)
-        else:
-            values[key] = value
+    values, skipped = latest_rows(reading.records)
+    problems = [Problem(r.topic, r.partition, r.offset, f"not a table row: {exc}") for r, exc in skipped]
     return values, tuple(problems)
 
 

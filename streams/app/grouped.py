@@ -35,7 +35,7 @@ from swarmlog.schemas.events import Event
 from .config import KAFKA_FAUST, TANSU_FAUST, StreamsConfig
 from .keyed import Evolve, PartitionRows
 from .records import WorkerTopics
-from .tables import dump_key, dump_value, load_key, load_value
+from .tables import dump_key, dump_value, latest_rows
 
 FLUSH_S = 2.0
 """How often changed rows are written to the changelog and the inputs committed: what a restart folds again at most."""
@@ -338,22 +338,15 @@ class GroupFold(mode.Service):
         settings = self._config.settings
         restorer = reader(settings, f"{self.group}-restore", transactional=False)
         await restorer.start()
-        rows: dict[int, dict[str, Any]] = {p: {} for p in partitions}
+        rows: dict[int, dict[str, Any]] = {}
         try:
             tps = [TopicPartition(self.changelog, p) for p in sorted(partitions)]
             restorer.assign(tps)
             await restorer.seek_to_beginning(*tps)
             for tp in tps:
-                async for record in records_to_end(restorer, tp):
-                    try:
-                        key, value = load_key(record.key), None if record.value is None else load_value(record.value)
-                    except ValueError as exc:
-                        logger.warning("skipped %s[%d]@%d: not a row (%s)", tp.topic, tp.partition, record.offset, exc)
-                        continue
-                    if value is None:
-                        rows[tp.partition].pop(key, None)
-                    else:
-                        rows[tp.partition][key] = value
+                rows[tp.partition], skipped = latest_rows([record async for record in records_to_end(restorer, tp)])
+                for record, exc in skipped:
+                    logger.warning("skipped %s[%d]@%d: not a row (%s)", tp.topic, tp.partition, record.offset, exc)
         finally:
             await restorer.stop()
         return rows

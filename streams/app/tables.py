@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any, TypeAlias
+from collections.abc import Iterable
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import faust
 from faust.serializers import codecs
@@ -78,6 +79,37 @@ def load_key(raw: bytes | None) -> str:
     if not isinstance(key, str):
         raise ValueError(f"not a table key: {key!r}")
     return key
+
+
+class Changed(Protocol):
+    """A changelog record: its key and value bytes (None: a tombstone)."""
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+
+R = TypeVar("R", bound=Changed)
+
+
+def latest_rows(records: Iterable[R]) -> tuple[dict[str, Any], list[tuple[R, ValueError]]]:
+    """A table's rows from its changelog records in order (the latest value per key; a tombstone drops the key), and
+    the records that are not rows, each with why: whoever can write a changelog cannot stop its reader."""
+    rows: dict[str, Any] = {}
+    skipped: list[tuple[R, ValueError]] = []
+    for record in records:
+        try:
+            key, value = load_key(record.key), None if record.value is None else load_value(record.value)
+        except ValueError as exc:
+            skipped.append((record, exc))
+            continue
+        if value is None:
+            rows.pop(key, None)
+        else:
+            rows[key] = value
+    return rows, skipped
 
 
 def fold_table(app: faust.App, name: str, partitions: int | None = None) -> FoldTable:

@@ -8,6 +8,7 @@ import os
 import pickle
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -21,7 +22,7 @@ from swarmlog.schemas.codec import encode
 from swarmlog.schemas.events import Event
 from swarmlog.settings import Settings
 from swarmlog.streams import registry
-from swarmlog.streams.app.tables import CODEC, load_value
+from swarmlog.streams.app.tables import CODEC, dump_key, dump_value, latest_rows, load_value
 from swarmlog.streams.budgets import AgentUsage
 from swarmlog.streams.persistent import PSet
 from swarmlog.streams.registry import AgentView
@@ -126,3 +127,22 @@ async def _produce(settings: Settings, changelog: str, rows: list[tuple[str, byt
         ]
     finally:
         await producer.stop()
+
+
+class _Record(NamedTuple):
+    key: bytes | None
+    value: bytes | None
+
+
+def test_latest_rows_keeps_the_last_value_of_each_key_drops_tombstones_and_skips_what_is_not_a_row():
+    """Given a changelog with an update, a tombstone, a key that is not a JSON string and a value that is not a fold
+    record, when its rows are read, then each key has its last value, the dropped key is gone, and the two bad records
+    are skipped with why (the reader of a changelog that anyone could write does not stop)."""
+    good = [_Record(dump_key(k), dump_value(v)) for k, v in (("a", ROWS[0]), ("b", ROWS[1]), ("a", ROWS[4]))]
+    records = [*good, _Record(dump_key("b"), None), _Record(b"[1, 2]", dump_value(41)), _Record(dump_key("c"), b"junk")]
+
+    rows, skipped = latest_rows(records)
+
+    assert rows == {"a": ROWS[4]}
+    assert [record for record, _ in skipped] == records[-2:]
+    assert all(isinstance(why, ValueError) for _, why in skipped)
