@@ -22,4 +22,10 @@ trap stop_ours EXIT
 if "$swarmlog" docker status >/dev/null 2>&1; then
   "$swarmlog" docker images
 fi
-"$@"
+status=0
+"$@" || status=$?
+if "$swarmlog" docker status >/dev/null 2>&1; then
+  left=$(docker ps -aq --filter label=org.swarmlog.suite | wc -l)
+  say "containers of swarmlog's runs left after the suite: $left"
+fi
+exit "$status"
