@@ -35,13 +35,22 @@ def now_ms() -> int:
 
 
 class Consumed(Protocol):
-    """A consumed record, Faust's message or aiokafka's: its coordinates, key and value bytes."""
+    """A consumed record, Faust's message, aiokafka's or replay's: its coordinates, key and value bytes (read-only)."""
 
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
 
 
 RawStream: TypeAlias = faust.StreamT[bytes]

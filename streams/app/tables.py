@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Iterable
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import faust
 from faust.serializers import codecs
@@ -15,6 +15,8 @@ from swarmlog.streams.budgets import AgentUsage
 from swarmlog.streams.persistent import PSet
 from swarmlog.streams.registry import AgentView
 from swarmlog.streams.waitgraph import Wait
+
+from .records import Consumed
 
 CODEC = "swarmlog-fold"
 FoldTable: TypeAlias = faust.Table[str, Any]
@@ -81,17 +83,7 @@ def load_key(raw: bytes | None) -> str:
     return key
 
 
-class Changed(Protocol):
-    """A changelog record: its key and value bytes (None: a tombstone)."""
-
-    @property
-    def key(self) -> bytes | None: ...
-
-    @property
-    def value(self) -> bytes | None: ...
-
-
-R = TypeVar("R", bound=Changed)
+R = TypeVar("R", bound=Consumed)
 
 
 def latest_rows(records: Iterable[R]) -> tuple[dict[str, Any], list[tuple[R, ValueError]]]:

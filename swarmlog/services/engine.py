@@ -14,13 +14,11 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from swarmlog.errors import ServiceError
 from swarmlog.services import process
 
-SOCKET = Path("/var/run/docker.sock")
 DAEMON_OPTIONS = ("--bridge=none", "--iptables=false", "--ip-forward=false", "--ip-masq=false")
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -111,14 +109,3 @@ def _terminate(pid: int) -> bool:
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.1)
     return True
-
-
-@contextlib.contextmanager
-def running_engine(state_dir: Path) -> Iterator[bool]:
-    """A Docker engine for the block: the one that answers, else one started here and stopped after the block."""
-    started = start_engine(state_dir)
-    try:
-        yield started
-    finally:
-        if started:
-            stop_engine(state_dir)
