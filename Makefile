@@ -41,3 +41,10 @@ test-cluster: setup-kafka
 .PHONY: screenshots
 screenshots: setup-kafka
 	.venv/bin/python scripts/console_screenshots.py
+
+# The Helm chart (deploy/helm/swarmlog): builds helm and the validator from the Go module proxy (cached under
+# .cache/go-bin), lints, renders the default and the ci/ values, and validates the manifests offline. make test runs
+# it too (tests/test_chart.py).
+.PHONY: chart
+chart:
+	bash scripts/check-chart.sh
