@@ -155,7 +155,7 @@ func validate(scheme *runtime.Scheme, body []byte) (string, []string) {
 	if err != nil {
 		return name, []string{err.Error()}
 	}
-	strict, err := json.UnmarshalStrict(data, object, json.DisallowDuplicateFields)
+	strict, err := json.UnmarshalStrict(data, object) // no option: every strict check (unknown and duplicate fields)
 	var problems []string
 	for _, e := range strict {
 		problems = append(problems, e.Error())
