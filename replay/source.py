@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ServiceError
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.replay.fold import Record
 from swarmlog.settings import Settings
@@ -64,7 +65,7 @@ async def read(
     """Every record of `topics` (optionally only some partitions) inside `span`, up to the ends at start."""
     kafka = idempotence_supported(settings)
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
+        **client_options(settings),
         client_id="swarmlog-replay",
         enable_auto_commit=False,
         auto_offset_reset="earliest",

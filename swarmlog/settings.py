@@ -14,7 +14,34 @@ from swarmlog.errors import ConfigError
 BrokerKind = Literal["tansu", "kafka", "docker", "external"]
 ImageSource = Literal["local", "official"]
 """Where SWARMLOG_BROKER=docker's images come from: built here (`make images`), or Docker Hub's official ones."""
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+"""How Kafka clients talk to the brokers: Kafka's own `security.protocol` names."""
+SaslMechanism = Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
 ENV_PREFIX = "SWARMLOG_"
+SECRET_FIELDS = ("kafka_password", "redis_password")
+"""Settings that hold secrets: given as SWARMLOG_<NAME> (a value) or SWARMLOG_<NAME>_FILE (a path), never shown."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Secret:
+    """A password or key, shown as `***` wherever settings are printed; `source` says where it was read from."""
+
+    value: str = dataclasses.field(repr=False)
+    source: str = "a flag"
+    path: Path | None = None
+    """The file it was read from, if any: what an export line or a child process is given instead of the value."""
+
+    def __str__(self) -> str:
+        return "***"
+
+    @classmethod
+    def from_file(cls, path: Path, variable: str) -> Secret:
+        """The first line of a secret file, or a ConfigError naming the variable and the file."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{variable}={path} cannot be read: {exc.strerror or exc}") from None
+        return cls(text.splitlines()[0] if text else "", source=str(path), path=path)
 
 
 def default_cache_dir() -> Path:
@@ -43,6 +70,27 @@ class Settings:
     memory_flush_ms: int = 500
     memory_ttl_s: int = 3600
     images: ImageSource = "local"
+    kafka_security_protocol: SecurityProtocol = "PLAINTEXT"
+    kafka_sasl_mechanism: SaslMechanism = "SCRAM-SHA-512"
+    kafka_username: str | None = None
+    kafka_password: Secret | None = None
+    kafka_ca_file: Path | None = None
+    """CA bundle the brokers' certificates are checked against (else the system's)."""
+    kafka_cert_file: Path | None = None
+    """Client certificate (PEM) for mutual TLS; with kafka_key_file."""
+    kafka_key_file: Path | None = None
+    kafka_check_hostname: bool = True
+    redis_username: str | None = None
+    redis_password: Secret | None = None
+    redis_ca_file: Path | None = None
+    redis_cert_file: Path | None = None
+    redis_key_file: Path | None = None
+    signing_key_file: Path | None = None
+    """This process's Ed25519 private key (PEM): it signs every event it writes (docs/operations.md, "Signing")."""
+    signing_principal: str | None = None
+    """The name the key signs as: its entry in the trust file."""
+    signing_trust_file: Path | None = None
+    """Each principal's public key and claims (TOML); when set, readers dead-letter what is not signed by its writer."""
 
     def __post_init__(self) -> None:
         if self.broker not in get_args(BrokerKind):
@@ -57,6 +105,12 @@ class Settings:
             raise ConfigError("SWARMLOG_BROKER=external needs SWARMLOG_BOOTSTRAP=host:port[,host:port...]")
         if self.bootstrap is not None:
             parse_bootstrap(self.bootstrap)
+        self._check_security()
+        if (self.signing_key_file is None) != (self.signing_principal is None):
+            raise ConfigError("signing needs both SWARMLOG_SIGNING_KEY_FILE and SWARMLOG_SIGNING_PRINCIPAL")
+        for path in (self.signing_key_file, self.signing_trust_file):
+            if path is not None and not path.is_file():
+                raise ConfigError(f"{path} (a SWARMLOG_SIGNING_* file) is not a readable file")
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"SWARMLOG_REDIS_URL={self.redis_url!r} must start with redis://, rediss:// or unix://")
         for name in (
@@ -73,13 +127,61 @@ class Settings:
         if not 0 <= self.metrics_port <= 65535:
             raise ConfigError(f"SWARMLOG_METRICS_PORT must be a TCP port (0-65535), got {self.metrics_port}")
 
+    def _check_security(self) -> None:
+        """A ConfigError for a security setting that names nothing the protocol uses, or misses what it needs."""
+        if self.kafka_security_protocol not in get_args(SecurityProtocol):
+            raise ConfigError(
+                f"SWARMLOG_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol!r} is not one of "
+                f"{', '.join(get_args(SecurityProtocol))}"
+            )
+        if self.kafka_sasl_mechanism not in get_args(SaslMechanism):
+            raise ConfigError(
+                f"SWARMLOG_KAFKA_SASL_MECHANISM={self.kafka_sasl_mechanism!r} is not one of "
+                f"{', '.join(get_args(SaslMechanism))}"
+            )
+        if self.kafka_security_protocol.startswith("SASL_") and (
+            not self.kafka_username or self.kafka_password is None
+        ):
+            raise ConfigError(
+                f"SWARMLOG_KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs SWARMLOG_KAFKA_USERNAME and "
+                "SWARMLOG_KAFKA_PASSWORD_FILE (or SWARMLOG_KAFKA_PASSWORD)"
+            )
+        if (self.kafka_cert_file is None) != (self.kafka_key_file is None):
+            raise ConfigError("mutual TLS needs both SWARMLOG_KAFKA_CERT_FILE and SWARMLOG_KAFKA_KEY_FILE")
+        if self.kafka_cert_file is not None and not self.kafka_tls:
+            raise ConfigError(
+                "SWARMLOG_KAFKA_CERT_FILE is set but SWARMLOG_KAFKA_SECURITY_PROTOCOL is "
+                f"{self.kafka_security_protocol}; use SSL (mutual TLS) or SASL_SSL"
+            )
+        if (self.redis_cert_file is None) != (self.redis_key_file is None):
+            raise ConfigError(
+                "Redis client certificates need both SWARMLOG_REDIS_CERT_FILE and SWARMLOG_REDIS_KEY_FILE"
+            )
+        for name in ("kafka_ca_file", "kafka_cert_file", "kafka_key_file", "redis_ca_file", "redis_cert_file",
+                     "redis_key_file"):  # fmt: skip
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ConfigError(f"SWARMLOG_{name.upper()}={path} is not a readable file")
+
+    @property
+    def kafka_tls(self) -> bool:
+        """Whether Kafka connections are encrypted (SSL or SASL_SSL)."""
+        return self.kafka_security_protocol in ("SSL", "SASL_SSL")
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
-        """Settings from SWARMLOG_* variables, overridden by the flags that are not None."""
+        """Settings from SWARMLOG_* variables, overridden by the flags that are not None; a secret comes from
+        SWARMLOG_<NAME>_FILE (a path) or SWARMLOG_<NAME> (a value), the file first."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + field.name.upper())
+            variable = ENV_PREFIX + field.name.upper()
+            if field.name in SECRET_FIELDS:
+                secret = _secret(env, variable)
+                if secret is not None:
+                    values[field.name] = secret
+                continue
+            raw = env.get(variable)
             if raw is not None and raw != "":
                 values[field.name] = _convert(field.name, field.type, raw)
         values.update({name: value for name, value in flags.items() if value is not None})
@@ -97,17 +199,33 @@ class Settings:
         return dataclasses.replace(self, bootstrap=bootstrap, redis_url=redis_url or self.redis_url)
 
 
+def _secret(env: Mapping[str, str], variable: str) -> Secret | None:
+    """The secret `variable` names: read from the file of <variable>_FILE, else the value of <variable>, else None."""
+    path = env.get(variable + "_FILE")
+    if path:
+        return Secret.from_file(Path(path), variable + "_FILE")
+    value = env.get(variable)
+    return Secret(value, source=variable) if value else None
+
+
 def _convert(name: str, annotation: Any, raw: str) -> Any:
     """A typed value from an environment string, or a ConfigError naming the variable."""
     kind = str(annotation)
+    if kind == "bool":
+        if raw.lower() not in BOOLEANS:
+            raise ConfigError(f"SWARMLOG_{name.upper()}={raw!r} is not true or false")
+        return BOOLEANS[raw.lower()]
     try:
         if kind == "int":
             return int(raw)
-        if kind == "Path":
+        if kind in ("Path", "Path | None"):
             return Path(raw)
     except ValueError:
         raise ConfigError(f"SWARMLOG_{name.upper()}={raw!r} is not a whole number") from None
     return raw
+
+
+BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:

@@ -38,6 +38,7 @@ from swarmlog.actors.shell.resync import read_ground_truth
 from swarmlog.actors.shell.slots import slots_of
 from swarmlog.actors.shell.store import AgentStore, Checkpoint
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import cluster_id
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
@@ -114,7 +115,7 @@ class AgentHost:
         """Start the shared clients, recover and register every actor, serve them until all have stopped."""
         store = AgentStore(self._store_path)
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.bootstrap,
+            **client_options(self.settings),
             client_id=self.name,
             enable_auto_commit=False,
             auto_offset_reset="earliest",

@@ -40,6 +40,7 @@ from swarmlog.coordinator.shell.recovery import JOURNAL, recover
 from swarmlog.coordinator.state import RETAIN_ENDED_MS, START_TIMEOUT_MS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader
 from swarmlog.kafka.records import (
@@ -219,7 +220,7 @@ class CoordinatorService(Running):
     def _inputs(self) -> AIOKafkaConsumer:
         """The input consumer; every partition is assigned (no group joins, so a restart does not wait on one)."""
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._settings.bootstrap,
+            **client_options(self._settings),
             group_id=self._name,
             client_id=self._name,
             enable_auto_commit=False,

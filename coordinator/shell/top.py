@@ -36,6 +36,7 @@ from swarmlog.coordinator.announcements import evolve as announced
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogError
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
@@ -151,7 +152,7 @@ class TopService(Running):
     def _inputs(self) -> AIOKafkaConsumer:
         """The input consumer over every partition of swarm.missions and of the regions' journal (no group joins)."""
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._settings.bootstrap,
+            **client_options(self._settings),
             group_id=NAME,
             client_id=NAME,
             enable_auto_commit=False,

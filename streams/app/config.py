@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from swarmlog.errors import ConfigError
+from swarmlog.kafka.connection import faust_credentials
 from swarmlog.settings import Settings
 from swarmlog.streams.budgets import DEFAULT_WINDOW_MS, BudgetPolicy
 from swarmlog.streams.registry import DEFAULT_TIMEOUT_MS
@@ -104,6 +105,7 @@ class StreamsConfig:
             "value_serializer": "raw",
             "web_enabled": False,
             "autodiscover": False,
+            "broker_credentials": faust_credentials(settings),
         }
         if settings.broker == "tansu":
             return {**common, **TANSU_FAUST}

@@ -10,19 +10,20 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 from faust.types import TP
 
+from swarmlog.kafka.connection import client_options
+from swarmlog.settings import Settings
+
 
 class EndOffsets(mode.Service):
     """A group-less consumer that only lists end offsets; started and stopped with the app."""
 
-    def __init__(self, bootstrap: str | None, client_id: str, **kwargs: Any) -> None:
+    def __init__(self, settings: Settings, client_id: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._bootstrap, self._client_id = bootstrap, client_id
+        self._settings, self._client_id = settings, client_id
         self._client: AIOKafkaConsumer | None = None
 
     async def on_start(self) -> None:
-        client = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap, client_id=self._client_id, enable_auto_commit=False
-        )
+        client = AIOKafkaConsumer(**client_options(self._settings), client_id=self._client_id, enable_auto_commit=False)
         await client.start()
         self._client = client
 

@@ -27,6 +27,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import IllegalStateError, KafkaError
 
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
@@ -111,7 +112,7 @@ class GroupFold(mode.Service):
         await self._producer.start()
         membership = {} if tansu else {"group_instance_id": f"{self._config.group_instance_id}-{self.table}"}
         self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=settings.bootstrap,
+            **client_options(settings),
             client_id=self.group,
             group_id=self.group,
             enable_auto_commit=False,

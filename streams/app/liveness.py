@@ -39,7 +39,7 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
         GroupFold(config, io, "registry", PROJECTION.topics, agent_of, evolve_agent, expires_at, landed)
     )
     in_flight = InFlight(lambda: fold.generation)
-    ends = EndOffsets(config.settings.bootstrap, f"{config.app_id}-end-offsets")
+    ends = EndOffsets(config.settings, f"{config.app_id}-end-offsets")
     app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
     progress = Progress(fold, ends)
     # A gap without an answer long enough to make a 1 Hz agent look silent for half the timeout is an outage (or the

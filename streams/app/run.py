@@ -13,6 +13,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from swarmlog.errors import ServiceError
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.connection import client_options
 from swarmlog.logs import hold_back_repeats
 from swarmlog.metrics import sensor_for
 
@@ -68,7 +69,7 @@ async def ensure_internal_topics(app: WorkerApp, config: StreamsConfig) -> None:
         )
         for table in app.tables.values()
     ]
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id=config.app_id)
+    admin = AIOKafkaAdminClient(**client_options(settings), client_id=config.app_id)
     await admin.start()
     try:
         response = await admin.create_topics(wanted)

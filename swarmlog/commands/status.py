@@ -28,6 +28,7 @@ from swarmlog.coordinator.shell.recovery import located, recover, repair_command
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError
+from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader
 from swarmlog.replay.components import component
@@ -167,7 +168,7 @@ async def read_region(settings: Settings, region: str) -> RegionRow:
 async def group_lag(settings: Settings, region: str) -> int | None:
     """Records on the coordinator's input topics not yet committed by its group; None when it never committed."""
     group = f"swarmlog-coordinator-{region}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status")
+    admin = AIOKafkaAdminClient(**client_options(settings), client_id="swarmlog-status")
     await _start(admin, settings)
     try:
         committed = await admin.list_consumer_group_offsets(group)
@@ -180,7 +181,7 @@ async def group_lag(settings: Settings, region: str) -> int | None:
     }
     if not offsets:
         return None
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap, client_id="swarmlog-status")
+    consumer = AIOKafkaConsumer(**client_options(settings), client_id="swarmlog-status")
     await _start(consumer, settings)
     try:
         ends: dict[TopicPartition, int] = await consumer.end_offsets(list(offsets))

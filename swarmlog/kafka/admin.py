@@ -10,6 +10,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, for_code
 
 from swarmlog.errors import ServiceError
+from swarmlog.kafka.connection import client_options
 from swarmlog.settings import Settings, require_reachable
 from swarmlog.topics import INBOX, TopicSpec, catalog
 
@@ -37,7 +38,7 @@ async def ensure_topics(settings: Settings, *, grow_inbox: bool = False) -> list
     if not settings.bootstrap:
         raise ServiceError("no broker to create topics on: start one with `swarmlog up` or set SWARMLOG_BOOTSTRAP")
     require_reachable(settings.bootstrap)
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap, client_id="swarmlog-topics")
+    admin = AIOKafkaAdminClient(**client_options(settings), client_id="swarmlog-topics")
     await admin.start()
     try:
         specs = catalog(settings)

@@ -8,6 +8,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ConfigError, EncodeError, ServiceError
+from swarmlog.kafka.connection import client_options
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
 from swarmlog.schemas.events import Event
@@ -30,7 +31,7 @@ class EventProducer(Running):
         self._codec: Codec = codec_for(settings.schema_registry_url)
         self._topics: dict[str, TopicSpec] = {spec.name: spec for spec in catalog(settings)}
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap,
+            **client_options(settings),
             client_id=client_id,
             acks="all",
             enable_idempotence=idempotence_supported(settings),

@@ -8,6 +8,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.protocol.metadata import MetadataRequest
 
+from swarmlog.kafka.connection import client_options
 from swarmlog.settings import Settings
 
 POLL_MS = 100
@@ -16,7 +17,7 @@ POLL_MS = 100
 def reader(settings: Settings, client_id: str, transactional: bool, **options: Any) -> AIOKafkaConsumer:
     """A group-less consumer reading partitions from chosen offsets (read_committed where there are transactions)."""
     return AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap,
+        **client_options(settings),
         client_id=client_id,
         enable_auto_commit=False,
         auto_offset_reset="earliest",

@@ -352,8 +352,19 @@ async def test_the_replay_page_folds_a_component_up_to_a_time_and_compares_it_wi
     await asyncio.to_thread(replayed, "registry", "", "")
     summary = await until(lambda: "".join(texts(browser, "#replay-summary")))
     assert "events folded" in summary and "differ from the console's live state" in summary
-    assert len(texts(browser, f"{entry} td")) == 4  # entry, replayed, live, whether they differ
-    await asyncio.to_thread(replayed, "registry", "", before)
+
+    def live_has_it() -> bool:
+        """Replayed to the log's end by key (the session's registry holds every earlier test's agents): the entry's
+        row has its four cells (entry, replayed, live, whether they differ), and the console's live view has it."""
+        replayed("registry", agent, "")
+        deadline = time.monotonic() + 30
+        while not texts(browser, "#replay-summary") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cells = texts(browser, f"{entry} td")
+        return len(cells) == 4 and cells[2] != "null"
+
+    await until(live_has_it, timeout_s=60)
+    await asyncio.to_thread(replayed, "registry", agent, before)
     await until(lambda: texts(browser, "#replay-summary"))
     cells = await until(lambda: texts(browser, f"{entry} td"))
     assert cells[1] == "null" and cells[3] == "differs"  # not registered yet then, registered now
