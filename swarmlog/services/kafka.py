@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from swarmlog.errors import ServiceError
 from swarmlog.services import process
@@ -96,22 +97,33 @@ def resolve_jars(cache_dir: Path) -> Path:
 
 
 def server_properties(
-    data_dir: Path, port: int, controller_port: int, *, node_id: int = 1, voters: Mapping[int, int] | None = None
+    data_dir: Path,
+    port: int,
+    controller_port: int,
+    *,
+    node_id: int = 1,
+    voters: Mapping[int, int] | None = None,
+    listeners: Mapping[str, int] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> str:
     """A server.properties for a node that is both broker and controller on 127.0.0.1.
 
     `voters` maps every node id of the cluster to its controller port (this node alone when None); with three or more
-    nodes, internal topics are replicated three times and writes need two in-sync replicas.
+    nodes, internal topics are replicated three times and writes need two in-sync replicas. `listeners` names the
+    client listeners and their ports (PLAINTEXT on `port` when None); `extra` adds or overrides properties (security,
+    a listener's own settings).
     """
     voters = {node_id: controller_port} if voters is None else voters
+    clients = ",".join(f"{name}://127.0.0.1:{port_}" for name, port_ in (listeners or {"PLAINTEXT": port}).items())
     config = {
         **BROKER_CONFIG,
         **replication_config(len(voters)),
         "node.id": str(node_id),
         "controller.quorum.voters": ",".join(f"{node}@127.0.0.1:{port_}" for node, port_ in sorted(voters.items())),
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"{clients},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": clients,
         "log.dirs": str(data_dir),
+        **(extra or {}),
     }
     return "".join(f"{key}={value}\n" for key, value in config.items())
 
@@ -130,6 +142,12 @@ def replication_config(nodes: int) -> dict[str, str]:
         # A crashed node is fenced (its partitions led elsewhere) after 3 s, not 9: well within agents' 5 s liveness.
         **({"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"} if nodes > 1 else {}),
     }
+
+
+def java_command(cache_dir: Path) -> tuple[str, ...]:
+    """The `java` command line, up to the main class, that runs Kafka's classes from its jars (resolved once)."""
+    java = process.require_binary("java", apt_package="openjdk-17-jre-headless", needed_by="Apache Kafka")
+    return (java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", f"{resolve_jars(cache_dir)}/*")
 
 
 def cluster_id(draw: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
@@ -154,6 +172,8 @@ class KafkaNode:
     workdir: Path
     jvm: tuple[str, ...]
     name: str = f"Apache Kafka {KAFKA_VERSION}"
+    probe: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """aiokafka's security options for the readiness probe (none: the PLAINTEXT listener)."""
     child: Child | None = None
     _running: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack, repr=False)
 
@@ -171,6 +191,16 @@ class KafkaNode:
     def log(self) -> Path:
         """The file its output goes to, across restarts."""
         return self.workdir / "kafka.log"
+
+    def format(self, cluster: str, *options: str) -> None:
+        """Format the node's storage for the cluster with id `cluster`; `options` go to kafka-storage format (e.g.
+        `--add-scram` users)."""
+        process.run_once(
+            [*self.jvm, "kafka.tools.StorageTool", "format", "--cluster-id", cluster, "--config", str(self.config),
+             *options],
+            what=f"Formatting Kafka node {self.node_id}'s storage",
+            log=self.log,
+        )  # fmt: skip
 
     def spawn(self) -> None:
         """Start the process, without waiting for it to answer (a cluster's first node waits for a quorum)."""
@@ -190,7 +220,7 @@ class KafkaNode:
     def wait_ready(self, timeout_s: float) -> None:
         """Wait until the node answers a metadata request; ServiceError with its log's tail if it dies or times out."""
         deadline = time.monotonic() + timeout_s
-        while not kafka_answers(self.bootstrap):
+        while not kafka_answers(self.bootstrap, self.probe):
             assert self.child is not None, "spawn the node first"
             if (death := self.child.death(lines=40)) is not None:
                 raise ServiceError(f"while starting, {death}")
@@ -256,8 +286,7 @@ class KafkaCluster:
 def run_kafka_cluster(cache_dir: Path, nodes: int = 3, timeout_s: float = 90.0) -> Iterator[KafkaCluster]:
     """A fresh KRaft cluster of `nodes` broker+controller nodes on free ports, one temporary data dir each, removed on
     exit; every node can be killed and restarted on its ports and data (see KafkaNode)."""
-    java = process.require_binary("java", apt_package="openjdk-17-jre-headless", needed_by="Apache Kafka")
-    jvm = (java, *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", f"{resolve_jars(cache_dir)}/*")
+    jvm = java_command(cache_dir)
     with tempfile.TemporaryDirectory(prefix="swarmlog-kafka-") as tmp:
         ports = process.free_ports(2 * nodes)
         voters = {index + 1: ports[2 * index + 1] for index in range(nodes)}
@@ -284,11 +313,7 @@ def run_kafka_cluster(cache_dir: Path, nodes: int = 3, timeout_s: float = 90.0) 
                     node.workdir / "data", node.port, node.controller_port, node_id=node.node_id, voters=voters
                 )
             )
-            process.run_once(
-                [*jvm, "kafka.tools.StorageTool", "format", "--cluster-id", shared_id, "--config", str(node.config)],
-                what=f"Formatting Kafka node {node.node_id}'s storage",
-                log=node.log,
-            )
+            node.format(shared_id)
         try:
             for node in cluster.nodes:  # all at once: no node answers before a majority of the controllers runs
                 node.spawn()

@@ -5,15 +5,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import socket
+from collections.abc import Mapping
+from typing import Any
 
 import redis
 from aiokafka import AIOKafkaClient
 from aiokafka.errors import KafkaError
 
 
-async def _kafka_has_brokers(bootstrap: str) -> bool:
+async def _kafka_has_brokers(bootstrap: str, security: Mapping[str, Any]) -> bool:
     """Bootstrap a client (ApiVersions + Metadata) and report whether a broker is registered."""
-    client = AIOKafkaClient(bootstrap_servers=bootstrap, request_timeout_ms=2000, connections_max_idle_ms=5000)
+    client = AIOKafkaClient(
+        bootstrap_servers=bootstrap, request_timeout_ms=2000, connections_max_idle_ms=5000, **security
+    )
     try:
         await client.bootstrap()
         return bool(client.cluster.brokers())
@@ -23,8 +27,9 @@ async def _kafka_has_brokers(bootstrap: str) -> bool:
         await client.close()
 
 
-def kafka_answers(bootstrap: str) -> bool:
-    """Whether a Kafka broker at `bootstrap` answers a metadata request and lists itself."""
+def kafka_answers(bootstrap: str, security: Mapping[str, Any] | None = None) -> bool:
+    """Whether a Kafka broker at `bootstrap` answers a metadata request and lists itself; `security` holds aiokafka's
+    options for a TLS or SASL listener (security_protocol, ssl_context, sasl_*)."""
     # A plain connect first: aiokafka logs an error for every refused connection.
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     try:
@@ -33,7 +38,7 @@ def kafka_answers(bootstrap: str) -> bool:
         return False
     # A fresh thread owns its own event loop, so this works whether or not the caller runs one.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, _kafka_has_brokers(bootstrap)).result()
+        return pool.submit(asyncio.run, _kafka_has_brokers(bootstrap, security or {})).result()
 
 
 def redis_answers(url: str) -> bool:
