@@ -264,3 +264,21 @@ def test_ids_regions_gpus_and_metrics_come_from_the_pods(rendered: dict[str, lis
         scraped = name not in ("swarmlog-top", "swarmlog-topics")  # the top level and the Job serve no metrics
         assert (annotations.get("prometheus.io/scrape") == "true") == scraped, name
         assert not scraped or annotations["prometheus.io/port"] == "9100"
+
+
+def test_the_worked_example_of_the_docs_renders_valid_manifests(
+    check: subprocess.CompletedProcess[str], tmp_path: Path
+) -> None:
+    assert check.returncode == 0, check.stdout + check.stderr
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    example = operations.split("cat > my-values.yaml <<'VALUES'\n", 1)[1].split("\nVALUES\n", 1)[0]
+    (tmp_path / "my-values.yaml").write_text(example)
+    result = helm("template", "swarmlog", str(CHART), "-f", str(tmp_path / "my-values.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert validate(result.stdout).returncode == 0
+    sets = by_kind([doc for doc in yaml.safe_load_all(result.stdout) if doc], "StatefulSet")
+    assert sets["swarmlog-coordinator"]["spec"]["replicas"] == 2
+    assert {name: s["spec"]["replicas"] for name, s in sets.items() if "gpu" in name} == {
+        "swarmlog-gpu-a": 4,
+        "swarmlog-gpu-b": 4,
+    }
