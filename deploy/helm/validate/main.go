@@ -77,11 +77,12 @@ func main() {
 			kinds[strings.SplitN(kind, " ", 2)[0]]++
 		}
 	}
+	if valid+failed == 0 {
+		fmt.Fprintln(os.Stderr, "error: no document to validate; pass the output of `helm template`")
+		os.Exit(1)
+	}
 	fmt.Printf("%d documents valid, %d invalid: %s\n", valid, failed, summary(kinds))
-	if failed > 0 || valid == 0 {
-		if valid == 0 && failed == 0 {
-			fmt.Fprintln(os.Stderr, "error: no document to validate; pass the output of `helm template`")
-		}
+	if failed > 0 {
 		os.Exit(1)
 	}
 }
@@ -121,6 +122,7 @@ func sourceComment(body []byte) string {
 	return ""
 }
 
+// from names the template a document came from, for a message.
 func from(source string) string {
 	if source == "" {
 		return ""
@@ -146,11 +148,11 @@ func validate(scheme *runtime.Scheme, body []byte) (string, []string) {
 	if err := json.UnmarshalCaseSensitivePreserveInts(data, &meta); err != nil {
 		return "document", []string{"not a Kubernetes object: " + err.Error()}
 	}
-	gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind)
-	name := fmt.Sprintf("%s %s", meta.Kind, meta.Metadata.Name)
 	if meta.Kind == "" || meta.APIVersion == "" {
 		return "document", []string{"apiVersion and kind are required"}
 	}
+	gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind)
+	name := fmt.Sprintf("%s %s", meta.Kind, meta.Metadata.Name)
 	object, err := newObject(scheme, gvk)
 	if err != nil {
 		return name, []string{err.Error()}
@@ -186,8 +188,8 @@ func newScheme() *runtime.Scheme {
 
 // newObject is an empty object of the kind: a k8s.io/api type, or one of Strimzi's in strimzi.go.
 func newObject(scheme *runtime.Scheme, gvk schema.GroupVersionKind) (any, error) {
-	if make, ok := strimziKinds[gvk]; ok {
-		return make(), nil
+	if empty, ok := strimziKinds[gvk]; ok {
+		return empty(), nil
 	}
 	object, err := scheme.New(gvk)
 	if err != nil {
