@@ -19,6 +19,12 @@ class ServiceError(SwarmlogError):
     retriable = True
 
 
+class AccessDenied(ServiceError):
+    """A service refused our user, password or certificate: a retry will not help, a setting must change."""
+
+    retriable = False
+
+
 class DecodeError(SwarmlogError):
     """Bytes that are not a valid swarmlog event: garbage, truncated, unknown schema, or a broken invariant."""
 

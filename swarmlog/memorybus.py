@@ -4,6 +4,9 @@
 Each write batch also appends every key it wrote to the stream `experience-feed` (trimmed to the last hour), so a
 reader learns of other nodes' experiences by reading the feed after its position instead of scanning the keys; it
 scans once, when it starts, after noting the feed's end (a key both scanned and fed is simply seen twice).
+
+ACL_RULES are all a Redis ACL user needs for it, the agents' reads and the streams worker's writes alike: the commands
+below (PING for probes, SELECT for a URL's database) on the experience keys and the feed, nothing else.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ FEED = "experience-feed"
 KEY_PATTERN = "experience:*"
 FEED_RETENTION_MS = 3_600_000
 CHUNK = 1000
+ACL_RULES = (
+    f"resetkeys ~{KEY_PATTERN} ~{FEED} resetchannels -@all "
+    "+ping +select +get +mget +set +pexpiretime +scan +xadd +xread +xrevrange"
+)
 FeedEntry: TypeAlias = tuple[bytes | str, dict[bytes | str, bytes | str]]
 """A feed entry as our clients' replies hold it (RESP2, whose types redis-py unions with RESP3's): id and fields."""
 

@@ -8,6 +8,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import parse_qs, urlsplit
 
 from swarmlog.errors import ConfigError
 
@@ -111,6 +112,8 @@ class Settings:
         for path in (self.signing_key_file, self.signing_trust_file):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{path} (a SWARMLOG_SIGNING_* file) is not a readable file")
+        if self.redis_url is not None:
+            _check_redis_url(self.redis_url, tls=self.redis_ca_file is not None or self.redis_cert_file is not None)
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"SWARMLOG_REDIS_URL={self.redis_url!r} must start with redis://, rediss:// or unix://")
         for name in (
@@ -197,6 +200,22 @@ class Settings:
     def with_services(self, *, bootstrap: str, redis_url: str | None = None) -> Settings:
         """A copy pointing at services a fixture just started."""
         return dataclasses.replace(self, bootstrap=bootstrap, redis_url=redis_url or self.redis_url)
+
+
+def _check_redis_url(url: str, *, tls: bool) -> None:
+    """A ConfigError for a Redis URL that carries a user or a password (not shown), or is plain while TLS files are
+    set: the password lives in a file, so a URL is safe to print."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc or {"username", "password"} & set(parse_qs(parts.query)):
+        raise ConfigError(
+            "SWARMLOG_REDIS_URL must not carry a user or a password (the URL is not shown here, to keep it secret): "
+            "give the user as SWARMLOG_REDIS_USERNAME and the password in the file SWARMLOG_REDIS_PASSWORD_FILE"
+        )
+    if tls and not url.startswith("rediss://"):
+        raise ConfigError(
+            f"SWARMLOG_REDIS_CA_FILE or SWARMLOG_REDIS_CERT_FILE is set but SWARMLOG_REDIS_URL={url} is not TLS; "
+            "use a rediss:// URL"
+        )
 
 
 def _secret(env: Mapping[str, str], variable: str) -> Secret | None:

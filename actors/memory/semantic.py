@@ -19,8 +19,8 @@ from swarmlog import memorybus
 from swarmlog.actors.memory.embeddings import MiniLM, shared_model
 from swarmlog.actors.memory.index import Hit, VectorIndex
 from swarmlog.envelope import now_ms
-from swarmlog.errors import ServiceError
 from swarmlog.lifecycle import Running
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.schemas.records import ExperienceRecorded
 from swarmlog.streams.memory import DEFAULT_FLUSH_INTERVAL_MS, MemoryWrite, plan_write
 
@@ -34,9 +34,9 @@ class SemanticMemory(Running):
     """Remember experiences, recall the nearest ones; start it (or `async with` it) before use."""
 
     def __init__(
-        self, redis_url: str | None, flush_ms: int = DEFAULT_FLUSH_INTERVAL_MS, model: MiniLM | None = None
+        self, redis: RedisAccess | None, flush_ms: int = DEFAULT_FLUSH_INTERVAL_MS, model: MiniLM | None = None
     ) -> None:
-        self._redis_url, self._flush_s = redis_url, flush_ms / 1000
+        self._redis, self._flush_s = redis, flush_ms / 1000
         self._model = model
         self._index = VectorIndex(DIMENSION)
         self._pending: list[MemoryWrite] = []
@@ -51,19 +51,16 @@ class SemanticMemory(Running):
         if self._started:
             raise RuntimeError("SemanticMemory.start() called twice")
         self._started = True
-        if self._redis_url is None:
+        if self._redis is None:
             return
-        client = aioredis.from_url(self._redis_url)
+        client = self._redis.client()
         try:
             position = await memorybus.feed_end(client)
             async for chunk in memorybus.scan(client):
                 self._add(chunk)
         except RedisError as exc:
             await client.aclose()
-            raise ServiceError(
-                f"the memory bus at {self._redis_url} does not answer ({exc}); start Redis "
-                "(`swarmlog up`) or point SWARMLOG_REDIS_URL at one"
-            ) from exc
+            raise self._redis.failure(exc) from exc
         self._client = client
         self._follower = asyncio.create_task(self._follow(position))
         self._flusher = asyncio.create_task(self._flush_every())

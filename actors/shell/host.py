@@ -45,6 +45,7 @@ from swarmlog.kafka.records import TOPIC_EVENTS, input_event
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
@@ -121,7 +122,7 @@ class AgentHost:
             auto_offset_reset="earliest",
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         )
-        memory = SemanticMemory(self.settings.redis_url, self.settings.memory_flush_ms)
+        memory = SemanticMemory(RedisAccess.of(self.settings), self.settings.memory_flush_ms)
         try:
             async with EventProducer(self.settings, client_id=self.name) as producer, memory:
                 await consumer.start()

@@ -8,9 +8,9 @@ writes (idempotent) and never loses one.
 from __future__ import annotations
 
 import faust
-import redis.asyncio as aioredis
 
 from swarmlog import memorybus
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.streams.memory import MemoryWrite, WriteBatcher, plan_write
 from swarmlog.topics import EXPERIENCES
 
@@ -22,11 +22,11 @@ CHUNK = 1000
 
 def install(app: faust.App, io: WorkerTopics, config: StreamsConfig) -> None:
     """Add the memory projection agent to `app` (only call it when Redis is configured)."""
-    redis_url = config.settings.redis_url
-    assert redis_url is not None
+    access = RedisAccess.of(config.settings)
+    assert access is not None
 
     async def project(stream: RawStream) -> None:
-        client = aioredis.from_url(redis_url)
+        client = access.client()
         try:
             async for chunk in io.decoded_chunks(stream, CHUNK, config.tick_s):
                 batcher, now = WriteBatcher(), now_ms()

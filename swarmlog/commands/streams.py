@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from swarmlog.commands.common import one_line_errors
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.settings import Settings
 from swarmlog.streams.app import StreamsConfig, run_worker
 
@@ -30,4 +31,7 @@ def streams(
 ) -> None:
     """Run the Faust worker in the foreground; SIGTERM or Ctrl-C stops it cleanly."""
     settings = Settings.from_env(bootstrap=bootstrap, redis_url=redis_url, metrics_port=metrics_port)
+    access = RedisAccess.of(settings)
+    if access is not None:
+        access.check()  # a refused user or certificate stops the worker here (exit 4), not its memory agent later
     run_worker(StreamsConfig.from_env(settings, data_dir=data_dir), loglevel)

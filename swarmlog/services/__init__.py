@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from swarmlog.errors import ServiceError
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.services.docker import run_kafka_container, run_redis_container
 from swarmlog.services.endpoints import Broker, Redis, Services
 from swarmlog.services.kafka import KafkaCluster, KafkaNode, run_kafka, run_kafka_cluster
-from swarmlog.services.probe import redis_answers
 from swarmlog.services.redis import run_redis
 from swarmlog.services.tansu import run_tansu
 from swarmlog.settings import Settings, require_reachable
@@ -48,14 +47,12 @@ def open_broker(settings: Settings) -> Iterator[Broker]:
 
 @contextlib.contextmanager
 def open_redis(settings: Settings) -> Iterator[Redis]:
-    """Redis at SWARMLOG_REDIS_URL when set (checked with PING), else a container (docker) or a local redis-server."""
-    if settings.redis_url is not None:
-        if not redis_answers(settings.redis_url):
-            raise ServiceError(
-                f"no Redis answers PING at SWARMLOG_REDIS_URL={settings.redis_url}; start one with `swarmlog up` "
-                "or unset SWARMLOG_REDIS_URL to let swarmlog start redis-server"
-            )
-        yield Redis(url=settings.redis_url)
+    """Redis at SWARMLOG_REDIS_URL when set (checked with PING as the configured user), else a container (docker) or
+    a local redis-server."""
+    access = RedisAccess.of(settings)
+    if access is not None:
+        access.check()
+        yield Redis(url=access.url)
         return
     with run_redis_container(settings) if settings.broker == "docker" else run_redis() as redis:
         yield redis

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swarmlog.errors import ServiceError
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.services import images
 from swarmlog.services.endpoints import Broker, Redis
 from swarmlog.services.engine import engine_answers
@@ -144,5 +145,5 @@ def run_redis_container(settings: Settings) -> Iterator[Redis]:
         )
     with running:
         url = f"redis://127.0.0.1:{port}/0"
-        _wait_until(lambda: redis_answers(url), running, f"Redis container {image}")
+        _wait_until(lambda: redis_answers(RedisAccess(url)), running, f"Redis container {image}")
         yield Redis(url=url)

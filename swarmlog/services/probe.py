@@ -8,9 +8,11 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-import redis
 from aiokafka import AIOKafkaClient
 from aiokafka.errors import KafkaError
+
+from swarmlog.errors import ServiceError
+from swarmlog.redis_connection import RedisAccess
 
 
 async def _kafka_has_brokers(bootstrap: str, security: Mapping[str, Any]) -> bool:
@@ -41,12 +43,10 @@ def kafka_answers(bootstrap: str, security: Mapping[str, Any] | None = None) -> 
         return pool.submit(asyncio.run, _kafka_has_brokers(bootstrap, security or {})).result()
 
 
-def redis_answers(url: str) -> bool:
-    """Whether the Redis server at `url` answers PING."""
-    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+def redis_answers(access: RedisAccess) -> bool:
+    """Whether the Redis server `access` points at answers its PING."""
     try:
-        return bool(client.ping())
-    except redis.RedisError:
+        access.check()
+    except ServiceError:
         return False
-    finally:
-        client.close()
+    return True

@@ -23,6 +23,7 @@ from swarmlog.actors.shell.agent import AgentProcess
 from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.redis_connection import RedisAccess
 from swarmlog.replay.memory import rebuild_memory
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import AgentRegistered, ExperienceRecorded, TaskCompleted, from_fields
@@ -143,7 +144,7 @@ async def test_an_experience_expires_on_redis_at_its_own_time_and_leaves_recall(
     experience = recorded(model, content, at_ms=now_ms() - 3_592_000)
     key = f"experience:{experience.experience_id}"
     store = redis.Redis.from_url(redis_url)
-    async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
+    async with SemanticMemory(RedisAccess(redis_url), flush_ms=50, model=model) as memory:
         memory.remember(experience)
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
         await eventually_async(lambda: asyncio.to_thread(store.exists, key))
@@ -154,7 +155,7 @@ async def test_an_experience_expires_on_redis_at_its_own_time_and_leaves_recall(
 
 async def test_an_already_expired_experience_is_neither_indexed_nor_written(model, redis_url):
     experience = recorded(model, "stale news", ttl_s=1, at_ms=now_ms() - 10_000)
-    async with SemanticMemory(redis_url, flush_ms=50, model=model) as memory:
+    async with SemanticMemory(RedisAccess(redis_url), flush_ms=50, model=model) as memory:
         memory.remember(experience)
         assert "stale news" not in [hit.content for hit in await memory.recall("stale news", k=3)]
         await memory.flush()
@@ -172,7 +173,7 @@ async def test_writes_of_one_interval_reach_redis_in_one_pipeline(model, redis_u
     monkeypatch.setattr(memorybus, "write", counted)
     experiences = [recorded(model, f"note {index} {uuid.uuid4().hex}") for index in range(5)]
     store = redis.Redis.from_url(redis_url)
-    async with SemanticMemory(redis_url, flush_ms=200, model=model) as memory:
+    async with SemanticMemory(RedisAccess(redis_url), flush_ms=200, model=model) as memory:
         for experience in experiences:
             memory.remember(experience)
         await eventually_async(
@@ -185,7 +186,7 @@ async def test_nothing_is_written_before_the_interval_ends_and_stopping_flushes(
     experience = recorded(model, f"flushed on stop {uuid.uuid4().hex}")
     key = f"experience:{experience.experience_id}"
     store = redis.Redis.from_url(redis_url)
-    async with SemanticMemory(redis_url, flush_ms=3_600_000, model=model) as memory:
+    async with SemanticMemory(RedisAccess(redis_url), flush_ms=3_600_000, model=model) as memory:
         memory.remember(experience)
         await asyncio.sleep(0.3)
         assert store.get(key) is None
@@ -195,8 +196,8 @@ async def test_nothing_is_written_before_the_interval_ends_and_stopping_flushes(
 async def test_an_agent_recalls_what_another_node_remembered(model, redis_url):
     content = f"the staging database password rotates every Monday {uuid.uuid4().hex}"
     async with (
-        SemanticMemory(redis_url, flush_ms=50, model=model) as reader,
-        SemanticMemory(redis_url, flush_ms=50, model=model) as writer,
+        SemanticMemory(RedisAccess(redis_url), flush_ms=50, model=model) as reader,
+        SemanticMemory(RedisAccess(redis_url), flush_ms=50, model=model) as writer,
     ):
         writer.remember(recorded(model, content))
 
@@ -204,7 +205,7 @@ async def test_an_agent_recalls_what_another_node_remembered(model, redis_url):
             return [hit.content for hit in await reader.recall(content, k=1)] == [content]
 
         await eventually_async(recalled)
-    async with SemanticMemory(redis_url, model=model) as late:
+    async with SemanticMemory(RedisAccess(redis_url), model=model) as late:
         assert [hit.content for hit in await late.recall(content, k=1)] == [content]
 
 
@@ -221,7 +222,7 @@ async def test_a_wiped_bus_is_rebuilt_from_the_log_and_recalled_again(model, set
 
     assert rebuilt.written >= 1 and rebuilt.expired >= 1 and not rebuilt.problems
     assert store.get(f"experience:{expired.experience_id}") is None
-    async with SemanticMemory(settings.redis_url, model=model) as memory:
+    async with SemanticMemory(RedisAccess.of(settings), model=model) as memory:
         assert [hit.content for hit in await memory.recall(content, k=1)] == [content]
 
 
