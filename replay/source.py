@@ -13,10 +13,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ServiceError
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, start
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.replay.fold import Record
 from swarmlog.settings import Settings
@@ -71,11 +70,7 @@ async def read(
         auto_offset_reset="earliest",
         isolation_level="read_committed" if kafka else "read_uncommitted",
     )
-    try:
-        await consumer.start()
-    except KafkaError as exc:
-        await consumer.stop()
-        raise ServiceError(f"cannot read from {settings.bootstrap}: {exc}; is the broker up?") from exc
+    await start(consumer, settings)
     try:
         async with asyncio.timeout(timeout_s):
             tps, absent = await _partitions(consumer, topics, partitions or {})

@@ -29,6 +29,7 @@ from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.recovery import repair_command
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, SwarmlogError
+from swarmlog.kafka.connection import start
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import codec_for
@@ -273,7 +274,7 @@ class MissionClient:
         coordinator there); else its placement over every region."""
         missions = [TopicPartition(MISSIONS, index) for index in range(spec_for(self._settings, MISSIONS).partitions)]
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
-        await consumer.start()
+        await start(consumer, self._settings)
         try:
             for index, region in enumerate(self._settings.region_names):
                 if await self._find(consumer, TopicPartition(JOURNAL, index), mission_id) is not None:
@@ -308,7 +309,7 @@ class MissionClient:
             else TopicPartition(JOURNAL, self._settings.region_names.index(region))
         )
         consumer = reader(self._settings, "swarmlog-client", idempotence_supported(self._settings))
-        await consumer.start()
+        await start(consumer, self._settings)
         try:
             consumer.assign([tp])
             await consumer.seek_to_beginning(tp)

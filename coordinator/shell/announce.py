@@ -20,6 +20,7 @@ from aiokafka.errors import KafkaError
 from swarmlog.coordinator.announcements import Announcement, Figures, fold
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError, SwarmlogError
+from swarmlog.kafka.connection import start
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.waiting import BrokerWait
@@ -90,7 +91,7 @@ async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
     """The latest announcement of every region (none when the topic is missing); undecodable records are skipped."""
     codec = codec_for(settings.schema_registry_url)
     consumer = reader(settings, "swarmlog-regions", idempotence_supported(settings))
-    await consumer.start()
+    await start(consumer, settings)
     try:
         if COORDINATORS not in await consumer.topics():
             return {}
@@ -98,8 +99,8 @@ async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
         for partition in range(spec_for(settings, COORDINATORS).partitions):
             tp = TopicPartition(COORDINATORS, partition)
             consumer.assign([tp])
-            start, end = (await consumer.beginning_offsets([tp]))[tp], (await consumer.end_offsets([tp]))[tp]
-            consumer.seek(tp, max(start, end - RECENT_PER_REGION * settings.regions))
+            first, end = (await consumer.beginning_offsets([tp]))[tp], (await consumer.end_offsets([tp]))[tp]
+            consumer.seek(tp, max(first, end - RECENT_PER_REGION * settings.regions))
             async for record in records_to_end(consumer, tp):
                 with contextlib.suppress(DecodeError):
                     events.append(codec.decode_record(record.value or b"", COORDINATORS, partition, record.offset))

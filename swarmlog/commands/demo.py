@@ -22,6 +22,7 @@ from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.coordinator.progress import Terminal
 from swarmlog.kafka.admin import ensure_topics
+from swarmlog.kafka.connection import environment, plaintext
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     ConsensusReached,
@@ -93,7 +94,9 @@ def demo(
     Every process is supervised: if one exits before the mission ends, the demo names it, says how it died, shows
     the end of its log, stops the others and exits 1.
     """
-    settings = dataclasses.replace(Settings.from_env(broker="tansu"), bootstrap=None, redis_url=None, regions=1)
+    settings = plaintext(
+        dataclasses.replace(Settings.from_env(broker="tansu"), bootstrap=None, redis_url=None, regions=1)
+    )
     work = Path(tempfile.mkdtemp(prefix="swarmlog-demo-"))
     with open_services(settings) as services:
         settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
@@ -128,6 +131,7 @@ def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Ite
         "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
         "SWARMLOG_REDIS_URL": settings.redis_url or "",
         "SWARMLOG_REGIONS": str(settings.regions),
+        **environment(settings),  # secrets as files, and no inherited Kafka security for the demo's own broker
         THREADS_VARIABLE: threads,
     }
     brain_flags = ["--brain", brain, *(["--model", model] if model else [])]

@@ -28,7 +28,7 @@ from swarmlog.coordinator.shell.recovery import located, recover, repair_command
 from swarmlog.coordinator.shell.service import INPUT_TOPICS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, ServiceError
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, start
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader
 from swarmlog.replay.components import component
@@ -109,15 +109,6 @@ async def read_records(settings: Settings, topic: str, since_ms: int | None = No
     return list(reading.records)
 
 
-async def _start(client: Any, settings: Settings) -> None:
-    """Start an aiokafka client, or a ServiceError saying the broker does not answer."""
-    try:
-        await client.start()
-    except KafkaError as exc:
-        await client.stop() if hasattr(client, "stop") else await client.close()
-        raise ServiceError(f"cannot reach the broker at {settings.bootstrap}: {exc}; is it up?") from exc
-
-
 @dataclasses.dataclass(frozen=True)
 class RegionRow:
     """One region as the fold of its journal partition shows it, with its coordinator group's lag and the journal
@@ -139,7 +130,7 @@ async def read_region(settings: Settings, region: str) -> RegionRow:
     not fatal), and its consumer lag."""
     partition = settings.region_names.index(region)
     consumer = reader(settings, "swarmlog-status", idempotence_supported(settings))
-    await _start(consumer, settings)
+    await start(consumer, settings)
     try:
         folded = await recover(
             consumer,
@@ -169,7 +160,7 @@ async def group_lag(settings: Settings, region: str) -> int | None:
     """Records on the coordinator's input topics not yet committed by its group; None when it never committed."""
     group = f"swarmlog-coordinator-{region}"
     admin = AIOKafkaAdminClient(**client_options(settings), client_id="swarmlog-status")
-    await _start(admin, settings)
+    await start(admin, settings)
     try:
         committed = await admin.list_consumer_group_offsets(group)
     except KafkaError:
@@ -182,7 +173,7 @@ async def group_lag(settings: Settings, region: str) -> int | None:
     if not offsets:
         return None
     consumer = AIOKafkaConsumer(**client_options(settings), client_id="swarmlog-status")
-    await _start(consumer, settings)
+    await start(consumer, settings)
     try:
         ends: dict[TopicPartition, int] = await consumer.end_offsets(list(offsets))
     finally:

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import typer
 
 from swarmlog.commands.common import one_line_errors, out
+from swarmlog.kafka.connection import environment, plaintext
 from swarmlog.services import Services, open_services
 from swarmlog.services.supervisor import POLL_S, first_death
 from swarmlog.settings import Settings
@@ -35,8 +36,9 @@ def up(
     stopping = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        # `up` starts its own services, so ignore SWARMLOG_BOOTSTRAP / SWARMLOG_REDIS_URL of the environment.
-        settings = dataclasses.replace(Settings.from_env(broker=broker), bootstrap=None, redis_url=None)
+        # `up` starts its own services, so ignore SWARMLOG_BOOTSTRAP / SWARMLOG_REDIS_URL and Kafka security settings
+        # of the environment: its broker is plaintext.
+        settings = plaintext(dataclasses.replace(Settings.from_env(broker=broker), bootstrap=None, redis_url=None))
         with open_services(settings) as services:
             out.print(f"[bold]{LABELS[broker]}[/] listening on [cyan]{services.broker.bootstrap}[/]", highlight=False)
             if not services.broker.supports_transactions:
@@ -56,12 +58,14 @@ def up(
 
 
 def export_line(settings: Settings, services: Services) -> str:
-    """The shell line that points processes at these services: every non-secret setting they need to work together."""
+    """The shell line that points processes at these services: every non-secret setting they need to work together,
+    and secrets as the files that hold them (SWARMLOG_KAFKA_PASSWORD_FILE), never their values."""
     values = {
         "SWARMLOG_BROKER": {"docker": "kafka"}.get(services.broker.kind, services.broker.kind),
         "SWARMLOG_BOOTSTRAP": services.broker.bootstrap,
         "SWARMLOG_REDIS_URL": services.redis.url,
         "SWARMLOG_REGIONS": settings.regions,
         "SWARMLOG_INBOX_PARTITIONS": settings.inbox_partitions,
+        **{name: value for name, value in environment(settings).items() if value},
     }
     return "export " + " ".join(f"{name}={value}" for name, value in values.items())

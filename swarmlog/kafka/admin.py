@@ -10,7 +10,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, for_code
 
 from swarmlog.errors import ServiceError
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, start
 from swarmlog.settings import Settings, require_reachable
 from swarmlog.topics import INBOX, TopicSpec, catalog
 
@@ -39,7 +39,7 @@ async def ensure_topics(settings: Settings, *, grow_inbox: bool = False) -> list
         raise ServiceError("no broker to create topics on: start one with `swarmlog up` or set SWARMLOG_BOOTSTRAP")
     require_reachable(settings.bootstrap)
     admin = AIOKafkaAdminClient(**client_options(settings), client_id="swarmlog-topics")
-    await admin.start()
+    await start(admin, settings)
     try:
         specs = catalog(settings)
         existing = set(await admin.list_topics())

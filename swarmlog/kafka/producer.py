@@ -8,7 +8,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ConfigError, EncodeError, ServiceError
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, unreachable
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
 from swarmlog.schemas.events import Event
@@ -41,7 +41,7 @@ class EventProducer(Running):
         )
 
     async def start(self) -> None:
-        """Connect to the broker; a ServiceError says how to fix an unreachable one."""
+        """Connect to the broker; a ServiceError (AccessDenied when it refuses this process) says how to fix it."""
         try:
             await self._producer.start()
         except KafkaError as exc:
@@ -55,7 +55,7 @@ class EventProducer(Running):
                     "idempotent or transactional producer), set SWARMLOG_BROKER=tansu: the export line `swarmlog up` "
                     "prints carries it"
                 ) from exc
-            raise ServiceError(f"cannot produce to {self._settings.bootstrap}: {exc}; is the broker up?") from exc
+            raise await unreachable(self._settings, exc) from exc
 
     async def stop(self) -> None:
         """Flush what is pending and disconnect; safe to call twice."""
