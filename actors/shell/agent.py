@@ -147,6 +147,7 @@ class AgentProcess:
         landed in, and the offset after it."""
         self._host, self._checkpoint = host, checkpoint
         self._codec, self._producer, self._outbox = host.codec, host.producer, host.outbox
+        self._trust = host.trust
         self._store, self._memory, self._wait = host.store, host.memory, host.wait
         return await self._register()
 
@@ -242,7 +243,7 @@ class AgentProcess:
     def _while_busy(self, record: ConsumerRecord) -> None:
         """An inbox record read while a task waits on a peer: its answer ends the wait, anything else waits its turn."""
         try:
-            event = self._codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
+            event = input_event(self._codec, record, None, self._trust)
         except DecodeError:
             event = None  # dead-lettered when its turn comes
         if isinstance(event, PeerAnswered):
@@ -521,7 +522,7 @@ class AgentProcess:
         """The record's event when it decodes to a kind its topic carries; else None, after dead-lettering it when
         that is this agent's to do (its inbox's records meant for it: see DEAD_LETTERED_BY and `_mine`)."""
         try:
-            return input_event(self._codec, record, TOPIC_EVENTS[record.topic])
+            return input_event(self._codec, record, TOPIC_EVENTS[record.topic], self._trust)
         except DecodeError as error:
             self._sensor.on_decode_failure(record.topic)
             if DEAD_LETTERED_BY.get(record.topic) == "agent" and self._mine(record):

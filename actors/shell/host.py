@@ -42,6 +42,7 @@ from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.reading import cluster_id
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
+from swarmlog.kafka.signing import trust_for
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
@@ -87,6 +88,7 @@ class AgentHost:
             raise ConfigError(f"a host runs one or more agents with distinct ids, not {ids}")
         self.settings, self.name, self.sensor = settings, name, sensor
         self.codec = codec_for(settings.schema_registry_url)
+        self.trust = trust_for(settings)
         self.wait = BrokerWait(sensor, settings.bootstrap or "", f"take the events of {name}")
         self._actors = {actor.config.agent_id: actor for actor in actors}
         self._askers = [actor for actor in actors if actor.config.ask_peers]  # they follow the registry's peers
@@ -153,7 +155,7 @@ class AgentHost:
         }
         if not unplaced:
             return True
-        found = await slots_of(consumer, self.producer, self.codec, self.name, unplaced, self._stopping)
+        found = await slots_of(consumer, self.producer, self.codec, self.trust, self.name, unplaced, self._stopping)
         if found is None:
             return False
         for agent_id, slot in found.items():
@@ -180,7 +182,7 @@ class AgentHost:
             agent_id: (TopicPartition(INBOX, _slot(actor)), store.load(agent_id))
             for agent_id, actor in self._actors.items()
         }
-        recovered = await recover(consumer, self.codec, saved, folded, await cluster_id(consumer))
+        recovered = await recover(consumer, self.codec, saved, folded, await cluster_id(consumer), self.trust)
         for agent_id, outcome in recovered.items():
             if outcome.stale is not None:
                 log.warning(
@@ -266,7 +268,7 @@ class AgentHost:
         dead-letters what does not decode here: see DEAD_LETTERED_BY)."""
         tp = TopicPartition(record.topic, record.partition)
         try:
-            event = input_event(self.codec, record, TOPIC_EVENTS[tp.topic])
+            event = input_event(self.codec, record, TOPIC_EVENTS[tp.topic], self.trust)
         except DecodeError:
             self.sensor.on_decode_failure(tp.topic)
             return

@@ -49,18 +49,20 @@ class Outbox:
         written: dict[TopicPartition, int] = {}
         for event in events:
             spec = self._topics[event.name]
-            payload = self._producer.encode_for(spec.name, event)
+            payload, key = self._producer.encode_for(spec.name, event), key_of(event).encode()
+            headers = self._producer.headers_for(spec.name, key, payload)
             meta = await self._wait.through(
-                self._producer.raw.send_and_wait(spec.name, payload, key=key_of(event).encode())
+                self._producer.raw.send_and_wait(spec.name, payload, key=key, headers=headers)
             )
             written[TopicPartition(spec.name, meta.partition)] = meta.offset + 1
         return written
 
     async def deliver(self, message: PeerQuestion | PeerAnswered, slot: int) -> None:
         """Send an inbox message (a peer's question or answer) to the agent on `slot`, keyed by its recipient."""
-        payload = self._producer.encode_for(INBOX, message)
+        payload, key = self._producer.encode_for(INBOX, message), message.to_agent_id.encode()
+        headers = self._producer.headers_for(INBOX, key, payload)
         await self._wait.through(
-            self._producer.raw.send_and_wait(INBOX, payload, key=message.to_agent_id.encode(), partition=slot)
+            self._producer.raw.send_and_wait(INBOX, payload, key=key, partition=slot, headers=headers)
         )
 
 

@@ -28,6 +28,7 @@ from swarmlog.actors.domain import PROJECTION, AgentState, subject
 from swarmlog.actors.shell.store import Checkpoint, Outdated
 from swarmlog.errors import DecodeError, ServiceError
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
+from swarmlog.kafka.signing import Trust
 from swarmlog.schemas.codec import Codec
 
 TIMEOUT_S = 60
@@ -78,13 +79,14 @@ async def recover(
     saved: Mapping[str, tuple[TopicPartition, Checkpoint | Outdated | None]],
     folded: list[TopicPartition],
     cluster: str | None,
+    trust: Trust | None = None,
 ) -> dict[str, Recovered]:
     """Each agent's checkpoint to run from, given its inbox partition and what its store held.
 
     `folded` is every partition of the projection's topics. A usable checkpoint is brought up to date with their
     events written since; otherwise the state is folded from the log start and the inbox is read from its log start.
     The topics are read once for all the agents: each event is folded into its subject's state, from that agent's
-    own position on.
+    own position on. With a `trust`, an event not signed by a principal that may write it is skipped.
     """
     everything = [*folded, *{inbox for inbox, _ in saved.values()}]
     bounds = Bounds(cluster, await consumer.beginning_offsets(everything), await consumer.end_offsets(everything))
@@ -103,7 +105,7 @@ async def recover(
     try:
         async with asyncio.timeout(TIMEOUT_S):
             states = await _fold(
-                consumer, codec, {agent_id: cp.state for agent_id, cp in checkpoints.items()}, start, ends
+                consumer, codec, {agent_id: cp.state for agent_id, cp in checkpoints.items()}, start, ends, trust
             )
     except TimeoutError:
         raise ServiceError(
@@ -122,6 +124,7 @@ async def _fold(
     states: dict[str, AgentState],
     start: Mapping[str, Mapping[TopicPartition, int]],
     ends: Mapping[TopicPartition, int],
+    trust: Trust | None,
 ) -> dict[str, AgentState]:
     """`states` with every event from each agent's `start` to `ends` folded into its subject's state (other agents'
     events, and commands such as a drain, change nothing: the fold replays facts, never effects)."""
@@ -136,7 +139,7 @@ async def _fold(
                 if record.offset >= ends[tp]:
                     continue
                 try:
-                    event = input_event(codec, record, TOPIC_EVENTS[tp.topic])
+                    event = input_event(codec, record, TOPIC_EVENTS[tp.topic], trust)
                 except DecodeError:  # no event of its topic: skipped, as replay skips it; dead-lettered by the live
                     continue  # readers (control) or by the topic's consumers (tasks, votes)
                 agent_id = subject(event)

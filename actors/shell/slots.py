@@ -19,6 +19,7 @@ from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.kafka.records import TOPIC_EVENTS, input_event
+from swarmlog.kafka.signing import Trust
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.records import SlotRequested
 from swarmlog.topics import SLOTS
@@ -32,6 +33,7 @@ async def slots_of(
     consumer: AIOKafkaConsumer,
     producer: EventProducer,
     codec: Codec,
+    trust: Trust | None,
     host: str,
     regions: Mapping[str, str],
     stopping: asyncio.Event,
@@ -48,7 +50,7 @@ async def slots_of(
         for records in (await consumer.getmany(*tps, timeout_ms=200)).values():
             for record in records:
                 try:
-                    held = allocated(held, input_event(codec, record, TOPIC_EVENTS[SLOTS]), regions)
+                    held = allocated(held, input_event(codec, record, TOPIC_EVENTS[SLOTS], trust), regions)
                 except DecodeError:
                     continue  # dead-lettered by the coordinators, who read the topic for its effects
         missing = {agent_id: region for agent_id, region in regions.items() if agent_id not in held}

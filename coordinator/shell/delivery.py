@@ -49,6 +49,7 @@ class Delivery:
         batches: list[list[bytes]] = [[]]
         filled = BATCH_OVERHEAD_BYTES  # an upper bound on the last batch's bytes
         overhead = RECORD_OVERHEAD_BYTES + len(self._key) + len(WRITE_HEADER) + len(write.encode())
+        overhead += self._producer.signature_bytes
         for events in decisions:
             encoded = [self._producer.encode_for(JOURNAL, event) for event in events]
             self._journaled.update(
@@ -69,8 +70,9 @@ class Delivery:
     ) -> Future[Any]:
         """One record batch of journal values of the write on the region's partition; the future of its write."""
         batch = self._producer.raw.create_batch()
-        headers = [(WRITE_HEADER, write.encode())]
+        named = [(WRITE_HEADER, write.encode())]
         for value in values:
+            headers = named + self._producer.headers_for(JOURNAL, self._key, value)
             if batch.append(key=self._key, value=value, timestamp=None, headers=headers) is None:
                 causes = ", ".join(events[0].causation_id or "" for events in decisions)
                 raise EncodeError(
@@ -84,15 +86,13 @@ class Delivery:
     async def inbox(self, messages: Sequence[Message]) -> None:
         """Send each message to its recipient's inbox partition, or its slot allocation to swarm.agents.slots (in order
         per partition), then await them all."""
-        sent = [
-            await self._producer.raw.send(
-                message.topic,
-                self._payload(message.event, message.topic),
-                key=message.agent_id.encode(),
-                partition=message.slot,
+        sent = []
+        for message in messages:
+            value, key = self._payload(message.event, message.topic), message.agent_id.encode()
+            headers = self._producer.headers_for(message.topic, key, value)
+            sent.append(
+                await self._producer.raw.send(message.topic, value, key=key, partition=message.slot, headers=headers)
             )
-            for message in messages
-        ]
         self._journaled.clear()
         await asyncio.gather(*sent)
 

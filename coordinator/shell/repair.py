@@ -115,14 +115,15 @@ async def repair(
     async with EventProducer(
         settings, client_id=f"{name}-repair", transactional_id=name if transactional else None
     ) as producer:
-        payload = producer.encode_for(JOURNAL, event)
+        payload, key = producer.encode_for(JOURNAL, event), region.encode()
+        headers = producer.headers_for(JOURNAL, key, payload)
         if transactional:  # the coordinator's id: starting this producer fenced any coordinator of the region
             async with producer.raw.transaction():
-                sent = await producer.raw.send(JOURNAL, payload, key=region.encode(), partition=partition)
+                sent = await producer.raw.send(JOURNAL, payload, key=key, partition=partition, headers=headers)
             written = (await sent).offset
         else:
             written = (
-                await producer.raw.send_and_wait(JOURNAL, payload, key=region.encode(), partition=partition)
+                await producer.raw.send_and_wait(JOURNAL, payload, key=key, partition=partition, headers=headers)
             ).offset
     return Repaired(region, partition, written, skipped, already, left)
 

@@ -49,6 +49,7 @@ from swarmlog.kafka.records import (
     decode_or_dead_letter,
     send_dead_letter,
 )
+from swarmlog.kafka.signing import trust_for
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import Running, start_in
@@ -111,6 +112,7 @@ class CoordinatorService(Running):
         self._name = f"swarmlog-coordinator-{region}"
         self._committed_reads = idempotence_supported(settings)  # Kafka: read_committed (repairs are transactions)
         self._codec = codec_for(settings.schema_registry_url)
+        self._trust = trust_for(settings)
         self._stack = contextlib.AsyncExitStack()
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -278,6 +280,7 @@ class CoordinatorService(Running):
             record,
             self._name,
             carries=TOPIC_EVENTS[record.topic],
+            trust=self._trust,
             max_message_bytes=self._settings.max_message_bytes,
             dead_letters=self._dead_letters(record),
         )

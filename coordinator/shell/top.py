@@ -253,8 +253,9 @@ class TopService(Running):
         """One record batch of a decision's events on the top's journal; the future of its write."""
         batch = self._producer.raw.create_batch()
         for event in events:
-            value = self._producer.encode_for(TOP_JOURNAL, event)
-            if batch.append(key=(event.correlation_id or "").encode(), value=value, timestamp=None) is None:
+            value, key = self._producer.encode_for(TOP_JOURNAL, event), (event.correlation_id or "").encode()
+            headers = self._producer.headers_for(TOP_JOURNAL, key, value)
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
                 raise EncodeError(
                     f"the decision of {event.causation_id} does not fit one record batch; raise "
                     "SWARMLOG_MAX_MESSAGE_BYTES and the top journal's max.message.bytes"
@@ -264,12 +265,11 @@ class TopService(Running):
 
     async def _submit(self, submissions: list[MissionSubmitted]) -> None:
         """Write sub-missions to swarm.missions and wait until the broker has them all."""
-        sent = [
-            await self._producer.raw.send(
-                MISSIONS, self._producer.encode_for(MISSIONS, event), key=event.mission_id.encode()
-            )
-            for event in submissions
-        ]
+        sent = []
+        for event in submissions:
+            value, key = self._producer.encode_for(MISSIONS, event), event.mission_id.encode()
+            headers = self._producer.headers_for(MISSIONS, key, value)
+            sent.append(await self._producer.raw.send(MISSIONS, value, key=key, headers=headers))
         await asyncio.gather(*sent)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from swarmlog.kafka.signing import signer_for, trust_for
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 
@@ -16,7 +17,12 @@ def build_app(config: StreamsConfig, sensor: Sensor | None = None) -> WorkerApp:
     app = WorkerApp(config.app_id, **config.faust_settings())
     settings = config.settings
     io = WorkerTopics(
-        app, codec_for(settings.schema_registry_url), sensor or Sensor(), max_message_bytes=settings.max_message_bytes
+        app,
+        codec_for(settings.schema_registry_url),
+        sensor or Sensor(),
+        max_message_bytes=settings.max_message_bytes,
+        signer=signer_for(settings),
+        trust=trust_for(settings),
     )
     liveness.install(app, io, config)
     deadlocks.install(app, io, config)

@@ -21,6 +21,7 @@ from faust.types import EventT
 from swarmlog import topics
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.records import TOPIC_EVENTS, dead_letter, dead_letter_id, input_event
+from swarmlog.kafka.signing import Signer, Trust
 from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
@@ -75,8 +76,18 @@ def raw_topic(app: faust.App, *names: str, **options: Any) -> faust.TopicT:
 class WorkerTopics:
     """The codec, the events each input topic carries, and where decided events and dead letters go."""
 
-    def __init__(self, app: faust.App, codec: Codec, sensor: Sensor | None = None, *, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        app: faust.App,
+        codec: Codec,
+        sensor: Sensor | None = None,
+        *,
+        max_message_bytes: int,
+        signer: Signer | None = None,
+        trust: Trust | None = None,
+    ) -> None:
         self.codec = codec
+        self._signer, self._trust = signer, trust
         self.sensor = sensor or Sensor()
         self._app = app
         self._carried: dict[str, frozenset[str]] = dict(TOPIC_EVENTS)
@@ -97,9 +108,14 @@ class WorkerTopics:
         each: 250 deaths of a killed host sent one by one took seconds)."""
         if topic not in self._topics:
             self._topics[topic] = raw_topic(self._app, topic)
-        pending = [await self._topics[topic].send(key=key.encode(), value=self.codec.encode(e)) for key, e in events]
+        pending = [await self._send(topic, key.encode(), self.codec.encode(event)) for key, event in events]
         await asyncio.gather(*pending)
         self.sensor.on_produced(topic, len(pending))
+
+    async def _send(self, topic: str, key: bytes, value: bytes) -> Any:
+        """Produce one record, signed when the worker signs; the future of its delivery."""
+        headers = [] if self._signer is None else self._signer.headers(topic, key, value)
+        return await self._topics[topic].send(key=key, value=value, headers=headers)
 
     async def decoded_chunks(
         self, stream: RawStream, size: int, within_s: float
@@ -115,7 +131,7 @@ class WorkerTopics:
         """The record's event if it is an input of its topic; else None once it is dead-lettered."""
         self.sensor.on_consumed(message.topic)
         try:
-            return input_event(self.codec, message, self._carried.get(message.topic, frozenset()))
+            return input_event(self.codec, message, self._carried.get(message.topic, frozenset()), self._trust)
         except DecodeError as error:
             await self._dead_letter(message, error)
             return None

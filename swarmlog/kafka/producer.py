@@ -9,6 +9,7 @@ from aiokafka.errors import KafkaError
 
 from swarmlog.errors import ConfigError, EncodeError, ServiceError
 from swarmlog.kafka.connection import client_options, unreachable
+from swarmlog.kafka.signing import Headers, signer_for
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
 from swarmlog.schemas.events import Event
@@ -30,6 +31,7 @@ class EventProducer(Running):
         self._settings = settings
         self._codec: Codec = codec_for(settings.schema_registry_url)
         self._topics: dict[str, TopicSpec] = {spec.name: spec for spec in catalog(settings)}
+        self._signer = signer_for(settings)
         self._producer = AIOKafkaProducer(
             **client_options(settings),
             client_id=client_id,
@@ -81,9 +83,20 @@ class EventProducer(Running):
             )
         return payload
 
+    def headers_for(self, topic: str, key: bytes | None, value: bytes) -> Headers:
+        """The headers that sign a record of this process (none when it has no signing key): every record it writes
+        carries them, whichever client sends it."""
+        return [] if self._signer is None else self._signer.headers(topic, key, value)
+
+    @property
+    def signature_bytes(self) -> int:
+        """An upper bound on the bytes headers_for adds to each record (0 when this process does not sign)."""
+        return 0 if self._signer is None else self._signer.overhead_bytes
+
     async def send(self, topic: str, event: Event, *, key: str | None = None, partition: int | None = None) -> None:
-        """Write one event and wait until the broker has it."""
+        """Write one event, signed when this process signs, and wait until the broker has it."""
         payload = self.encode_for(topic, event)
+        encoded = None if key is None else key.encode()
         await self._producer.send_and_wait(
-            topic, payload, key=None if key is None else key.encode(), partition=partition
+            topic, payload, key=encoded, partition=partition, headers=self.headers_for(topic, encoded, payload)
         )

@@ -15,6 +15,7 @@ from swarmlog import topics
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer
+from swarmlog.kafka.signing import Trust
 from swarmlog.schemas.codec import Codec
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import DeadLetterRecorded
@@ -50,6 +51,10 @@ whole and writes the same dead letter (one id: see dead_letter_id); an inbox rec
 skips them. Nobody dead-letters swarm.deadletter (a loop), the journal (the coordinator stops and asks for a repair)
 or what only clients read (swarm.coordinators, swarm.groundtruth)."""
 
+VERIFIED_TOPICS = frozenset(DEAD_LETTERED_BY) - {topics.MISSIONS}
+"""The topics whose records readers verify when signing is on: every topic read for its effects but swarm.missions,
+which any Kafka client writes (its writers are bound by ACLs alone: docs/operations.md, "Signing events")."""
+
 TOPIC_EVENTS = {spec.name: frozenset(spec.events) for spec in catalog(Settings())}
 """The events each catalog topic carries (the same whatever the settings), by topic name."""
 
@@ -64,11 +69,14 @@ def dead_letter_id(topic: str, partition: int, offset: int) -> str:
     return derived_id(DeadLetterRecorded.name, topic, partition, offset)
 
 
-def input_event(codec: Codec, record: Any, carries: Collection[str]) -> Event:
-    """The record's event when it decodes to a kind in `carries` (its topic's events); else DecodeError or
-    NotAnInput at the record's coordinates."""
+def input_event(codec: Codec, record: Any, carries: Collection[str] | None, trust: Trust | None = None) -> Event:
+    """The record's event when it decodes to a kind in `carries` (its topic's events; None: any) and, with a `trust`
+    on a verified topic, is signed by a principal that may write it; else DecodeError, NotAnInput or
+    SignatureRejected at the record's coordinates."""
     event = codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
-    if event.name not in carries:
+    if trust is not None and record.topic in VERIFIED_TOPICS:
+        trust.check(record, event)
+    if carries is not None and event.name not in carries:
         kinds = ", ".join(sorted(carries)) or "nothing"
         raise NotAnInput(
             f"{event.name} {event.event_id} does not belong on {record.topic}, which carries {kinds}",
@@ -157,15 +165,14 @@ async def decode_or_dead_letter(
     consumer: str,
     *,
     carries: Collection[str] | None = None,
+    trust: Trust | None = None,
     max_message_bytes: int | None = None,
     dead_letters: bool = True,
 ) -> Event | None:
-    """The record's event (of a kind in `carries`, when given), or None once it is dead-lettered (see
-    send_dead_letter; skipped when `dead_letters` is false: another component owns them, see DEAD_LETTERED_BY)."""
+    """The record's event (see input_event), or None once it is dead-lettered (see send_dead_letter; skipped when
+    `dead_letters` is false: another component owns them, see DEAD_LETTERED_BY)."""
     try:
-        if carries is None:
-            return codec.decode_record(record.value or b"", record.topic, record.partition, record.offset)
-        return input_event(codec, record, carries)
+        return input_event(codec, record, carries, trust)
     except DecodeError as error:
         if dead_letters:
             await send_dead_letter(producer, record, error, consumer, max_message_bytes=max_message_bytes)

@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from swarmlog.kafka.collecting import Collector
@@ -25,9 +25,11 @@ def slot_of(settings: Settings, agent_id: str) -> int:
     return zlib.crc32(agent_id.encode()) % settings.inbox_partitions
 
 
-def start_agent(settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str) -> subprocess.Popen:
-    """`python -m swarmlog agent` on the settings' broker, its log in data_dir/<id>.log."""
-    env = os.environ | {"SWARMLOG_BOOTSTRAP": settings.bootstrap, "SWARMLOG_BROKER": settings.broker}
+def start_agent(
+    settings: Settings, agent_id: str, slot: int, data_dir: Path, *extra: str, env: Mapping[str, str] | None = None
+) -> subprocess.Popen:
+    """`python -m swarmlog agent` on the settings' broker (with `env` added), its log in data_dir/<id>.log."""
+    env = os.environ | {"SWARMLOG_BOOTSTRAP": settings.bootstrap, "SWARMLOG_BROKER": settings.broker} | dict(env or {})
     log = open(data_dir / f"{agent_id}.log", "ab")  # noqa: SIM115 - the child owns it
     return subprocess.Popen(
         [sys.executable, "-m", "swarmlog", "agent", agent_id, "--slot", str(slot), "--data-dir", str(data_dir), *extra],

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 from coordinator.harness import task
@@ -82,9 +82,11 @@ async def crew(
     first_slot: int = 40,
     brain_ms: int = 600,
     streams_metrics_port: int = 0,
+    env_of: Callable[[str], Mapping[str, str]] = lambda _: {},
 ) -> AsyncIterator[Crew]:
     """The streams worker (default liveness timeout), `swarmlog coordinator` and `agents` scripted agents, all
-    enlisted; on exit every process is asked to stop (SIGTERM) and waited for, so the coordinator saves its snapshot."""
+    enlisted; on exit every process is asked to stop (SIGTERM) and waited for, so the coordinator saves its snapshot.
+    `env_of(name)` is added to the environment of "coordinator", "streams" and each agent (by its id)."""
     await ensure_topics(settings)
     capability = f"faults-{uuid.uuid4().hex[:8]}"
     brain = tmp_path / "brain.json"
@@ -99,6 +101,7 @@ async def crew(
     worker.env.update(
         SWARMLOG_METRICS_PORT=str(streams_metrics_port), SWARMLOG_REPLICATION_FACTOR=str(settings.replication_factor)
     )
+    worker.env.update(env_of("streams"))
     processes: dict[str, subprocess.Popen] = {}
     agent_ids = [f"{capability}-{index}" for index in range(agents)]
     async with Log(settings, "swarm.agents.registry", "swarm.coordinator.journal", "swarm.tasks.events") as log:
@@ -115,7 +118,7 @@ async def crew(
                         "--data-dir",
                         str(tmp_path / "coordinator"),
                     ],
-                    env=env,
+                    env=env | dict(env_of("coordinator")),
                     stdout=coordinator_log,
                     stderr=subprocess.STDOUT,
                 )
@@ -135,6 +138,7 @@ async def crew(
                     str(brain),
                     "--heartbeat-s",
                     str(heartbeat_s),
+                    env=env_of(agent_id),
                 )
             await asyncio.to_thread(worker.start)
             await log.wait_for(lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=90)
