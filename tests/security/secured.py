@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, environment
 from swarmlog.services import process
 from swarmlog.services.certs import Authority, Issued
 from swarmlog.services.kafka import KafkaNode, cluster_id, java_command, server_properties
@@ -95,6 +95,12 @@ class SecuredKafka:
             **connection,
         )
 
+    def environment(
+        self, role: str, protocol: SecurityProtocol = "SASL_SSL", mechanism: SaslMechanism = "SCRAM-SHA-512"
+    ) -> dict[str, str]:
+        """The environment of a `swarmlog` process running as `role` (see `settings_for`)."""
+        return process_environment(self.settings_for(role, protocol, mechanism))
+
     def grant(self, principals: Sequence[str], prefixes: Sequence[str]) -> None:
         """Allow `principals` (User:<name>) every operation on topics, groups and transactional ids starting with
         `prefixes`, as the admin over mutual TLS (Kafka's Admin API, from tests/security/Grant.java)."""
@@ -109,6 +115,17 @@ class SecuredKafka:
             what=f"granting {', '.join(principals)} on {', '.join(prefixes)}*",
             log=self.node.workdir / "grant.log",
         )
+
+
+def process_environment(settings: Settings) -> dict[str, str]:
+    """The variables that make a `swarmlog` process use these settings' broker, Redis and Kafka credentials (its
+    password as a file), over whatever the test's own environment says."""
+    return {
+        "SWARMLOG_BROKER": settings.broker,
+        "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
+        "SWARMLOG_REDIS_URL": settings.redis_url or "",
+        **environment(settings),
+    }
 
 
 def grant_roles(kafka: SecuredKafka) -> None:

@@ -15,12 +15,11 @@ import pytest
 
 from swarmlog.commands.common import EXIT_SERVICE
 from swarmlog.errors import AccessDenied
-from swarmlog.kafka.connection import environment
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.services.certs import Issued
 from swarmlog.settings import Secret, Settings
 
-from .secured import SecuredKafka
+from .secured import SecuredKafka, process_environment
 
 FAST_S = 60
 """A refused process must be done well within this (it takes seconds); one that retried would hang until it."""
@@ -28,11 +27,12 @@ FAST_S = 60
 
 def swarmlog(settings: Settings, *argv: str) -> subprocess.CompletedProcess[str]:
     """`python -m swarmlog ARGV` with the settings in its environment, as an operator's shell gives them."""
-    env = os.environ | environment(settings)
-    env |= {"SWARMLOG_BROKER": settings.broker, "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
-    env |= {"SWARMLOG_REDIS_URL": settings.redis_url or ""}
     return subprocess.run(
-        [sys.executable, "-m", "swarmlog", *argv], env=env, capture_output=True, text=True, timeout=FAST_S
+        [sys.executable, "-m", "swarmlog", *argv],
+        env=os.environ | process_environment(settings),
+        capture_output=True,
+        text=True,
+        timeout=FAST_S,
     )
 
 
