@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from swarmlog.commands import coordinator, docker, keys, replay, schemas, topics
+from swarmlog.commands import acl, coordinator, docker, keys, replay, schemas, topics
 from swarmlog.commands.agent import agent, fleet
 from swarmlog.commands.agents import agents
 from swarmlog.commands.console import console
@@ -34,6 +34,7 @@ app.command("status")(status)
 app.command("agents")(agents)
 app.command("console")(console)
 app.add_typer(topics.app, name="topics")
+app.add_typer(acl.app, name="acl")
 app.add_typer(schemas.app, name="schemas")
 app.add_typer(replay.app, name="replay")
 app.add_typer(docker.app, name="docker")
