@@ -1,6 +1,6 @@
 """Signing on: every process of a region signs what it writes and verifies what it reads; a mission completes, and a
-record naming an agent that its signer may not claim (or not signed at all) is dead-lettered by its topic's consumer
-with the reason and changes nothing."""
+record naming an agent or a coordinator that its signer may not claim (or not signed at all) is dead-lettered by its
+topic's consumer (the streams worker, the coordinator, the addressed agent) with the reason and changes nothing."""
 
 from __future__ import annotations
 
@@ -20,16 +20,19 @@ from swarmlog.schemas.records import (
     AgentDeregistered,
     AgentHeartbeat,
     DeadLetterRecorded,
+    TaskAssigned,
     TaskCompleted,
     TaskResultRecorded,
+    TaskStarted,
 )
 from swarmlog.settings import Settings
-from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, REGISTRY, TASK_EVENTS
+from swarmlog.topics import DEAD_LETTERS, HEARTBEATS, INBOX, REGISTRY, TASK_EVENTS
 
 from .mission import REGION, crew, results_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 TASKS = 6
+FIRST_SLOT = 40
 
 
 def trust_file(tmp_path: Path) -> Path:
@@ -59,12 +62,14 @@ def signing_env(tmp_path: Path, trust: Path, name: str) -> dict[str, str]:
     }
 
 
-async def write(settings: Settings, topic: str, event: Event, key: str) -> tuple[int, int]:
+async def write(
+    settings: Settings, topic: str, event: Event, key: str, partition: int | None = None
+) -> tuple[int, int]:
     """Write `event` as `settings` sign it (or unsigned); its partition and offset."""
     async with EventProducer(settings, client_id="test-forger") as producer:
         value, encoded = producer.encode_for(topic, event), key.encode()
         headers = producer.headers_for(topic, encoded, value)
-        meta = await producer.raw.send_and_wait(topic, value, key=encoded, headers=headers)
+        meta = await producer.raw.send_and_wait(topic, value, key=encoded, partition=partition, headers=headers)
     return meta.partition, meta.offset
 
 
@@ -82,7 +87,9 @@ async def test_a_signed_mission_completes_and_forged_claims_are_dead_lettered(
         signing_trust_file=trust,
     )
     async with (
-        crew(settings, tmp_path, agents=2, env_of=lambda name: signing_env(tmp_path, trust, name)) as running,
+        crew(
+            settings, tmp_path, agents=2, first_slot=FIRST_SLOT, env_of=lambda name: signing_env(tmp_path, trust, name)
+        ) as running,
         Collector(settings, DEAD_LETTERS) as letters,
     ):
         victim = f"{running.capability}-0"
@@ -118,10 +125,24 @@ async def test_a_signed_mission_completes_and_forged_claims_are_dead_lettered(
             latency_ms=1,
         )
         forged["over-claim by another agent"] = await write(rogue, TASK_EVENTS, result, result.mission_id)
+        order = stamp(  # an agent principal writing as the coordinator, to the victim's inbox slot
+            TaskAssigned,
+            producer=f"coordinator:{REGION}",
+            mission_id=f"m-{uuid.uuid4().hex[:8]}",
+            task_id="t0",
+            replica=0,
+            attempt=1,
+            agent_id=victim,
+            slot=FIRST_SLOT,
+            score=1.0,
+            prompt="forged",
+        )
+        forged["agent as coordinator"] = await write(rogue, INBOX, order, victim, partition=FIRST_SLOT)
         where = {
             (REGISTRY, *forged["over-claim"]): ("streams", "over-claim"),
             (HEARTBEATS, *forged["unsigned"]): ("streams", "unsigned"),
             (TASK_EVENTS, *forged["over-claim by another agent"]): ("coordinator", "over-claim"),
+            (INBOX, *forged["agent as coordinator"]): (f"agent:{victim}", "over-claim"),
         }
 
         def dead_letters() -> dict[tuple[str, int, int], DeadLetterRecorded]:
@@ -140,6 +161,7 @@ async def test_a_signed_mission_completes_and_forged_claims_are_dead_lettered(
         results_once(journaled, TASKS)
         assert not running.log.named(AgentDelisted, agent_id=victim), "a forged deregistration delisted the agent"
         assert not running.log.named(TaskResultRecorded, mission_id=result.mission_id)
+        assert not running.log.named(TaskStarted, mission_id=order.mission_id), "the forged assignment ran"
         assert not running.dead()
 
 
