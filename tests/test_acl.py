@@ -22,6 +22,7 @@ from swarmlog.actors.domain import PROJECTION as AGENT_PROJECTION
 from swarmlog.coordinator.shell import top
 from swarmlog.coordinator.shell.service import INPUT_TOPICS, CoordinatorService
 from swarmlog.errors import ConfigError
+from swarmlog.kafka.acls import apply_acls
 from swarmlog.kafka.records import DEAD_LETTERED_BY
 from swarmlog.settings import Settings
 from swarmlog.streams import budgets, registry, waitgraph
@@ -170,3 +171,8 @@ def test_the_roles_table_has_a_row_per_role() -> None:
     assert rows[Role.PRODUCER].principals == ("User:ci",)
     assert f"{APP_ID}* (create)" in rows[Role.STREAMS].other_topics
     assert rows[Role.OPERATOR].writes == ()
+
+
+async def test_acls_on_tansu_are_refused_as_kafka_only() -> None:
+    with pytest.raises(ConfigError, match="ACLs are Kafka-only"):
+        await apply_acls(Settings(broker="tansu", bootstrap="127.0.0.1:9092"), set(), prune=False, dry_run=True)

@@ -50,11 +50,13 @@ def show(
     ask_peers: bool = AskPeersOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """The roles table: what each role may read and write (a `*` ends a prefix of names); no broker needed."""
-    rows = roles_table(_grants(Settings.from_env(), streams_app_id, ask_peers), parse_principals(principal))
+    """The roles table: what each role may read and write (a `*` ends a prefix of names); no broker needed. `--json`
+    prints every grant (role, resource type, name, pattern, operation), for tools that make ACLs of their own."""
+    granted = _grants(Settings.from_env(), streams_app_id, ask_peers)
     if as_json:
-        print_json([dataclasses.asdict(row) for row in rows])
+        print_json([dataclasses.asdict(grant) for grant in granted])
         return
+    rows = roles_table(granted, parse_principals(principal))
     table = Table("role", "principals", "writes", "reads", "other topics", "groups", "transactional ids")
     for row in rows:
         table.add_row(

@@ -18,7 +18,7 @@ from aiokafka.protocol.api import Request
 
 from swarmlog.acl import Binding, Plan, plan
 from swarmlog.errors import ConfigError, ServiceError
-from swarmlog.kafka.connection import client_options
+from swarmlog.kafka.connection import client_options, start
 from swarmlog.settings import Settings, require_reachable
 
 # Kafka's protocol codes (org.apache.kafka.common.acl.AclOperation, resource.ResourceType, PatternType).
@@ -98,8 +98,8 @@ async def apply_acls(settings: Settings, wanted: set[Binding], *, prune: bool, d
         raise ConfigError("no broker to apply ACLs to: set SWARMLOG_BOOTSTRAP (and the admin's credentials)")
     require_reachable(settings.bootstrap)
     admin = AIOKafkaAdminClient(**client_options(settings), client_id="swarmlog-acl")
+    await start(admin, settings)  # a refused login ends here, saying why (exit 4)
     try:
-        await admin.start()
         changes = plan(wanted, await _describe(admin, settings), prune=prune)
         if not dry_run and (changes.create or changes.delete):
             if changes.create:

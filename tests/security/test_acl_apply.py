@@ -32,6 +32,7 @@ from coordinator.live import eventually, journal, named, submit
 from faults.mission import REGION, crew
 
 from swarmlog.acl import Role, bindings, grants
+from swarmlog.commands.common import EXIT_CONFIG
 from swarmlog.kafka.acls import apply_acls
 from swarmlog.kafka.connection import client_options, environment
 from swarmlog.kafka.reading import reader, records_to_end
@@ -255,16 +256,22 @@ async def test_the_operator_reads_the_journal_and_writes_nothing(least: Least) -
         await _refused_write(operator, topic)
 
 
-def _apply(least: Least, *args: str) -> dict[str, Any]:
-    """`swarmlog acl apply --json` as the admin; its JSON output."""
-    env = os.environ | {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": least.kafka.sasl_bootstrap}
-    run = subprocess.run(
+def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    """`swarmlog acl apply --json ARGS` as the settings' principal."""
+    return subprocess.run(
         [sys.executable, "-m", "swarmlog", "acl", "apply", "--json", *args],
         capture_output=True,
         text=True,
-        env=env | environment(least.admin),
+        env=os.environ
+        | {"SWARMLOG_BROKER": "kafka", "SWARMLOG_BOOTSTRAP": settings.bootstrap or ""}
+        | environment(settings),
         timeout=120,
     )
+
+
+def _apply(least: Least, *args: str) -> dict[str, Any]:
+    """`swarmlog acl apply --json` as the admin; its JSON output."""
+    run = _cli(least.admin, *args)
     assert run.returncode == 0, run.stderr
     result: dict[str, Any] = json.loads(run.stdout)
     return result
@@ -286,6 +293,15 @@ def test_acl_apply_twice_creates_nothing_the_second_time_and_prunes_only_what_it
     assert pruned["deleted"] == planned["deleted"]  # the agent grants of ci went, nobody else's
     assert f"{ci} WRITE TOPIC:{MISSIONS}" not in pruned["deleted"]
     assert (again["created"], again["deleted"]) == ([], [])
+
+
+def test_acl_apply_by_a_principal_other_than_the_admin_is_refused(least: Least) -> None:
+    run = _cli(
+        least.settings(Role.OPERATOR), "--principal", "operator=User:least-operator", "--principal", "producer=x"
+    )
+
+    assert run.returncode == EXIT_CONFIG
+    assert "may not describe or alter the ACLs" in run.stderr and "super.users" in run.stderr
 
 
 async def test_a_mission_completes_with_every_process_under_its_own_role(least: Least, tmp_path: Path) -> None:
