@@ -120,6 +120,15 @@ def plaintext(settings: Settings) -> Settings:
     )
 
 
+def identity(settings: Settings) -> str:
+    """Who this process is to the brokers, in words for a message: its SASL user, its certificate, or nobody."""
+    if settings.kafka_security_protocol.startswith("SASL_"):
+        return f"user {settings.kafka_username!r}"
+    if settings.kafka_cert_file is not None:
+        return f"the principal of certificate {settings.kafka_cert_file}"
+    return "an anonymous client"
+
+
 async def start(client: Any, settings: Settings) -> None:
     """Start an aiokafka client; one that cannot connect is closed, and raises what `unreachable` says."""
     try:

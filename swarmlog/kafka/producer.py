@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import ClusterAuthorizationFailedError, KafkaError, TransactionalIdAuthorizationFailed
 
-from swarmlog.errors import ConfigError, EncodeError, ServiceError
-from swarmlog.kafka.connection import client_options, unreachable
+from swarmlog.errors import AccessDenied, ConfigError, EncodeError, ServiceError
+from swarmlog.kafka.connection import client_options, identity, unreachable
 from swarmlog.kafka.signing import Headers, signer_for
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
@@ -49,6 +49,13 @@ class EventProducer(Running):
         except KafkaError as exc:
             reached = bool(self._producer.client.cluster.brokers())  # bootstrapped: the producer id step failed
             await self._producer.stop()
+            if reached and isinstance(exc, (ClusterAuthorizationFailedError, TransactionalIdAuthorizationFailed)):
+                raise AccessDenied(
+                    f"Kafka at {self._settings.bootstrap} does not let {identity(self._settings)} start an idempotent "
+                    f"producer ({exc}): its principal needs WRITE on the topics it writes (or IDEMPOTENT_WRITE on the "
+                    "cluster), and WRITE on its transactional id if it has one; `swarmlog acl apply` grants each role "
+                    "its own"
+                ) from exc
             if reached and idempotence_supported(self._settings):
                 raise ConfigError(
                     f"the broker at {self._settings.bootstrap} refused InitProducerId ({exc}), which the idempotent "

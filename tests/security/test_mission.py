@@ -1,15 +1,17 @@
-"""A mission on SASL_SSL (SCRAM-SHA-512) with every process under its own role's user: `swarmlog coordinator` as
-coordinator, the streams worker as streams (its Faust app through `faust_credentials`), scripted agents as agent."""
+"""A mission with every process under its own role's principal, on SASL_SSL (SCRAM-SHA-512) and on mutual TLS:
+`swarmlog coordinator` as coordinator, the streams worker as streams (its Faust app through `faust_credentials`),
+scripted agents as agent."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from faults.mission import crew, results_once
 
 from swarmlog.kafka.connection import client_options
-from swarmlog.settings import Settings
+from swarmlog.settings import SecurityProtocol, Settings
 
 from .secured import SecuredKafka
 
@@ -18,7 +20,10 @@ ROLES = {"coordinator": "coordinator", "streams": "streams"}
 """The role each process of the crew runs as; the agents (named by their ids) run as `agent`."""
 
 
-async def test_a_mission_completes_with_every_process_under_its_own_user(secured_kafka: SecuredKafka, tmp_path: Path):
+@pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL"], ids=["sasl-ssl-scram-sha-512", "mutual-tls"])
+async def test_a_mission_completes_with_every_process_under_its_own_user(
+    secured_kafka: SecuredKafka, tmp_path: Path, protocol: SecurityProtocol
+):
     admin = secured_kafka.settings_for("admin")  # the test's own reads and the submission
 
     async def nothing(mission_id: str) -> None:

@@ -75,6 +75,15 @@ async def test_a_client_without_a_certificate_is_refused_on_the_mutual_tls_liste
     await refused(settings, "TLS: .* refused this client, which presented no certificate")
 
 
+async def test_a_principal_without_acls_is_told_what_its_producer_needs(secured_kafka: SecuredKafka):
+    nobody = secured_kafka.authority.client("nobody")  # a certificate the broker accepts, for a principal with no ACL
+    await refused(
+        secured_kafka.settings_for("operator", "SSL"),
+        "does not let the principal of certificate .*nobody.pem start an idempotent producer .*ClusterAuthorization",
+        cert=nobody,
+    )
+
+
 @pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL"])
 async def test_a_broker_certificate_the_client_does_not_trust_is_refused(secured_kafka: SecuredKafka, protocol: str):
     trusting_another = dataclasses.replace(
