@@ -128,6 +128,7 @@ spec:
     acls: [{resource: {type: topic, name: swarm., patternType: prefix}, operations: [Read]}]
 """
     assert validate(user).returncode == 0
+    assert validate(user.replace("kafka.strimzi.io/v1", "kafka.strimzi.io/v1beta2")).returncode == 0
     result = validate(user.replace("[Read]", "[Reed]"))
     assert result.returncode == 1 and 'spec.authorization.acls[0].operations[0]: Unsupported value: "Reed"' in (
         result.stderr

@@ -6,7 +6,8 @@
 // server would refuse the object for and that need no cluster: names and labels (apimachinery's validation),
 // workload selectors that match their pod template, volume mounts of volumes that exist, environment variable
 // names and container ports. Strimzi's KafkaTopic and KafkaUser (kafka.strimzi.io/v1) are decoded into the structs
-// in strimzi.go, written after the fields and enums of Strimzi's CRDs. Any other kind is an error: it has no schema.
+// in strimzi.go (kafka.strimzi.io/v1beta2 too), written after the fields and enums of Strimzi's CRDs. Any other kind
+// is an error: it has no schema.
 //
 // Usage: helm template … | validate [-] ; validate FILE…   Exit status 0: every document valid; 1: any error.
 package main

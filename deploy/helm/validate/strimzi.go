@@ -1,8 +1,10 @@
 package main
 
-// Strimzi's KafkaTopic and KafkaUser as of its kafka.strimzi.io/v1 API: the fields and enums of their CRDs'
-// openAPIV3Schema (spec only; status is the operator's), written out as Go structs so that the strict decode
-// catches an unknown field, and check() the enums, minimums and required fields the schema declares.
+// Strimzi's KafkaTopic and KafkaUser: the fields and enums of their CRDs' openAPIV3Schema (spec only; status is the
+// operator's), written out as Go structs so that the strict decode catches an unknown field, and check() the enums,
+// minimums and required fields the schema declares. KafkaUser follows its kafka.strimzi.io/v1 CRD, KafkaTopic its
+// v1beta2 one (the same spec fields). Both versions are accepted with these structs: v1 dropped fields that v1beta2
+// had deprecated, and the structs have only what both versions have.
 
 import (
 	"slices"
@@ -12,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-const strimziGroupVersion = "kafka.strimzi.io/v1"
+const strimziGroupVersion = "kafka.strimzi.io/v1 or v1beta2"
 
 var strimziKinds = map[schema.GroupVersionKind]func() any{
-	{Group: "kafka.strimzi.io", Version: "v1", Kind: "KafkaTopic"}: func() any { return &KafkaTopic{} },
-	{Group: "kafka.strimzi.io", Version: "v1", Kind: "KafkaUser"}:  func() any { return &KafkaUser{} },
+	{Group: "kafka.strimzi.io", Version: "v1", Kind: "KafkaTopic"}:      func() any { return &KafkaTopic{} },
+	{Group: "kafka.strimzi.io", Version: "v1", Kind: "KafkaUser"}:       func() any { return &KafkaUser{} },
+	{Group: "kafka.strimzi.io", Version: "v1beta2", Kind: "KafkaTopic"}: func() any { return &KafkaTopic{} },
+	{Group: "kafka.strimzi.io", Version: "v1beta2", Kind: "KafkaUser"}:  func() any { return &KafkaUser{} },
 }
 
 // strimziObject is a Strimzi resource that checks what its CRD's schema declares beyond field names and types.
