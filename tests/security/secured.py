@@ -9,12 +9,15 @@ an unauthenticated client. Keystores and truststores are PEM files from `swarmlo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from swarmlog.acl import Binding
+from swarmlog.kafka.acls import apply_acls
 from swarmlog.kafka.connection import client_options, environment
 from swarmlog.services import process
 from swarmlog.services.certs import Authority, Issued
@@ -27,7 +30,6 @@ SCRAM = ("SCRAM-SHA-512", "SCRAM-SHA-256")
 GRANTED_PREFIXES = ("swarm", "streams-")
 """What `grant_roles` opens to every role: the catalog's topics, swarmlog's groups and transactional ids, and the
 topics and group of a test's streams worker (`worker_harness.Worker` names its app `streams-<hex>`)."""
-GRANT = Path(__file__).with_name("Grant.java")
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 
@@ -103,18 +105,14 @@ class SecuredKafka:
 
     def grant(self, principals: Sequence[str], prefixes: Sequence[str]) -> None:
         """Allow `principals` (User:<name>) every operation on topics, groups and transactional ids starting with
-        `prefixes`, as the admin over mutual TLS (Kafka's Admin API, from tests/security/Grant.java)."""
-        admin = self.users["admin"].cert
-        properties = self.node.workdir / "grant.properties"
-        properties.write_text(
-            f"bootstrap.servers={self.mtls_bootstrap}\nsecurity.protocol=SSL\nssl.keystore.type=PEM\n"
-            f"ssl.keystore.location={admin.bundle}\nssl.truststore.type=PEM\nssl.truststore.location={self.ca_file}\n"
-        )
-        process.run_once(
-            [*self.node.jvm, str(GRANT), str(properties), ",".join(principals), ",".join(prefixes)],
-            what=f"granting {', '.join(principals)} on {', '.join(prefixes)}*",
-            log=self.node.workdir / "grant.log",
-        )
+        `prefixes`, as the admin (`swarmlog.kafka.acls.apply_acls`, which waits until the broker enforces them)."""
+        wanted = {
+            Binding(principal, resource_type, prefix, "PREFIXED", "ALL")
+            for principal in principals
+            for prefix in prefixes
+            for resource_type in ("TOPIC", "GROUP", "TRANSACTIONAL_ID")
+        }
+        asyncio.run(apply_acls(self.settings_for("admin"), wanted, prune=False, dry_run=False))
 
 
 def process_environment(settings: Settings) -> dict[str, str]:
@@ -129,7 +127,8 @@ def process_environment(settings: Settings) -> dict[str, str]:
 
 
 def grant_roles(kafka: SecuredKafka) -> None:
-    """What the tests' roles may do until `swarmlog acl apply` grants each its own: everything on GRANTED_PREFIXES."""
+    """What the session's role users may do: everything on GRANTED_PREFIXES (least privilege per role is `swarmlog acl
+    apply`'s, tested with principals of its own in test_acl_apply.py)."""
     kafka.grant([f"User:{role}" for role in ROLES if role != "admin"], GRANTED_PREFIXES)
 
 
