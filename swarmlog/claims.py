@@ -13,7 +13,6 @@ from typing import Literal
 from swarmlog.schemas.events import Event
 
 Role = Literal["agent", "coordinator", "streams", "top", "operator"]
-ROLES: tuple[Role, ...] = ("agent", "coordinator", "streams", "top", "operator")
 BOUND_ROLES: tuple[Role, ...] = ("agent", "coordinator")
 """Roles whose names a `producer` of the form `<role>:<name>` binds: only such a principal may write it, for a name
 within its claims. The other roles' producers name no agent or region."""

@@ -257,6 +257,7 @@ def test_a_key_the_trust_file_does_not_list_is_a_configuration_error(tmp_path: P
         ("[principals.x]\nrole = 'agent'\nclaims = 'gpu-*'\npublic_key = 'AA=='\n", "needs claims"),
         ("[principals.x]\nrole = 'agent'\npublic_key = 'AA=='\n", "no base64 Ed25519 public_key"),
         ("[principals.x\n", "cannot be read as TOML"),
+        ("principals = 5\n", "each principal is a table"),
     ],
 )
 def test_a_wrong_trust_file_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

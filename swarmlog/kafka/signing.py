@@ -134,6 +134,8 @@ def load_trust(path: Path) -> Trust:
         raise ConfigError(f"{where} cannot be read as TOML: {exc}") from None
     principals: dict[str, Principal] = {}
     keys: dict[str, Ed25519PublicKey] = {}
+    if not isinstance(tables, dict) or not all(isinstance(entry, dict) for entry in tables.values()):
+        raise ConfigError(f"{where}: each principal is a table, [principals.NAME] with role, claims and public_key")
     for name, entry in tables.items():
         role, claims, public = entry.get("role"), entry.get("claims", []), entry.get("public_key")
         if role not in get_args(Role):
