@@ -12,8 +12,10 @@ import pytest
 import yaml
 from typer.main import get_command
 
+from swarmlog.acl import Role, grants
 from swarmlog.cli import app
 from swarmlog.settings import SECRET_FIELDS, Settings
+from swarmlog.streams.app.config import worker_setting
 from swarmlog.topics import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +24,17 @@ BIN = ROOT / ".cache" / "go-bin"
 RENDERED = ROOT / ".cache" / "chart"
 # The first run builds helm from the Go module proxy: minutes (docs/testing.md).
 pytestmark = pytest.mark.timeout(1800)
+# swarmlog.acl's names of resource types, patterns and operations, as Strimzi's KafkaUser spells them.
+STRIMZI_TYPES = {"TOPIC": "topic", "GROUP": "group", "TRANSACTIONAL_ID": "transactionalId"}
+STRIMZI_PATTERNS = {"LITERAL": "literal", "PREFIXED": "prefix"}
+STRIMZI_OPERATIONS = {
+    "READ": "Read",
+    "WRITE": "Write",
+    "DESCRIBE": "Describe",
+    "CREATE": "Create",
+    "DESCRIBE_CONFIGS": "DescribeConfigs",
+    "ALTER_CONFIGS": "AlterConfigs",
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +86,7 @@ def test_the_chart_lints_renders_and_validates(check: subprocess.CompletedProces
     assert check.returncode == 0, check.stdout + check.stderr
     assert "ok: 3 renderings linted and valid" in check.stdout
     assert check.stdout.count(" 0 invalid") == 3
-    assert re.search(r"KafkaTopic \d+, KafkaUser 5,", check.stdout)  # the strimzi rendering: Strimzi's kinds too
+    assert re.search(r"KafkaTopic \d+, KafkaUser 6,", check.stdout)  # the strimzi rendering: Strimzi's kinds too
 
 
 DEPLOYMENT = """apiVersion: apps/v1
@@ -140,7 +153,7 @@ spec:
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
-        (["kafka.securityProtocol=SASL_SSL"], "needs a password for the operator role"),
+        (["kafka.securityProtocol=SASL_SSL"], "needs a password for the admin role"),
         (["kafka.tls.clientCertificates=true"], "kafka.tls.clientCertificates needs kafka.securityProtocol SSL"),
         (["kafka.strimzi.enabled=true"], "kafka.strimzi.authentication=scram-sha-512 needs"),
         (["agents.pools[0].name=a", "agents.pools[0].region=region-1"], "no coordinator serves it"),
@@ -224,24 +237,28 @@ def test_the_strimzi_topics_are_the_catalog(rendered: dict[str, list[dict[str, A
         assert topic["config"] == spec.configs(settings), spec.name
 
 
-def test_each_role_may_write_the_topics_the_catalog_says_it_writes(rendered: dict[str, list[dict[str, Any]]]) -> None:
-    roles = {"coordinator", "top", "streams", "agent", "operator"}
-    writers = {"any client": {"operator", "top"}, "every consumer": roles}
+def test_each_kafka_user_has_the_grants_of_its_role(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    # ci/strimzi-values.yaml: 3 regions, and extraAcls that give agents what `swarmlog acl apply --ask-peers` does.
+    granted = grants(Settings(regions=3), streams_app_id=worker_setting("app_id", {}), ask_peers=True)
+    expected = {
+        (
+            g.role.value,
+            STRIMZI_TYPES[g.resource_type],
+            g.name,
+            STRIMZI_PATTERNS[g.pattern],
+            STRIMZI_OPERATIONS[g.operation],
+        )
+        for g in granted
+    }
     users = by_kind(rendered["strimzi"], "KafkaUser")
-    assert set(users) == {f"swarmlog-{role}" for role in roles}
-    for role in roles:
-        acls = users[f"swarmlog-{role}"]["spec"]["authorization"]["acls"]
-        writes = {
-            acl["resource"]["name"]
-            for acl in acls
-            if acl["resource"]["type"] == "topic" and "Write" in acl["operations"]
-        }
-        expected = {
-            spec.name
-            for spec in catalog(Settings())
-            if role in set().union(*(writers.get(writer, {writer}) for writer in spec.writers))
-        }
-        assert writes == expected, role
+    assert set(users) == {f"swarmlog-{role}" for role in Role}
+    found = {
+        (role.value, acl["resource"]["type"], acl["resource"]["name"], acl["resource"]["patternType"], operation)
+        for role in Role
+        for acl in users[f"swarmlog-{role}"]["spec"]["authorization"]["acls"]
+        for operation in acl["operations"]
+    }
+    assert found == expected
 
 
 def test_ids_regions_gpus_and_metrics_come_from_the_pods(rendered: dict[str, list[dict[str, Any]]]) -> None:

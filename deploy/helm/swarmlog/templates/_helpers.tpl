@@ -96,10 +96,11 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- toJson (dict "sasl" $sasl "tls" $tls "clientCerts" $clientCerts "keys" $keys "caSecret" $caSecret "caKey" $caKey "redisSecret" $redisSecret "redisTlsSecret" $redisTlsSecret) -}}
 {{- end -}}
 
-{{/* The roles: each has its own Kafka principal. */}}
+{{/* The roles of the chart's pods, each with its own Kafka principal: the workloads', and the topics Job's admin. */}}
 {{- define "swarmlog.roles" -}}
-{{- $roles := list "coordinator" "streams" "agent" "operator" -}}
+{{- $roles := list "coordinator" "streams" "agent" -}}
 {{- if .Values.top.enabled -}}{{- $roles = append $roles "top" -}}{{- end -}}
+{{- if .Values.topicsJob.enabled -}}{{- $roles = append $roles "admin" -}}{{- end -}}
 {{- toJson $roles -}}
 {{- end -}}
 
