@@ -1,6 +1,6 @@
 """`swarmlog acl apply` on the secured Kafka: each role's principal gets its role's ACLs and nothing else, the broker
-refuses what a role may not do and nothing changes, a second apply changes nothing, and a mission completes with every
-process under its own role.
+refuses what a role may not do and nothing changes, a second apply changes nothing, and missions (one of them split by
+the top level) complete with every process under its own role.
 
 The principals here (`least-<role>`) are made for this module with the admin's AlterUserScramCredentials, so the
 session's per-role users keep the broad grant the other security tests run with."""
@@ -28,10 +28,11 @@ from aiokafka.errors import KafkaError, TopicAuthorizationFailedError, for_code
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import CompactArray, CompactBytes, CompactString, Int8, Int16, Int32, Schema, TaggedFields
 from coordinator.harness import task
-from coordinator.live import eventually, journal, named, submit
+from coordinator.live import ended, eventually, journal, named
 from faults.mission import REGION, crew
 
 from swarmlog.acl import Role, bindings, grants
+from swarmlog.client import MissionClient
 from swarmlog.commands.common import EXIT_CONFIG
 from swarmlog.kafka.acls import apply_acls
 from swarmlog.kafka.connection import client_options, environment
@@ -304,20 +305,48 @@ def test_acl_apply_by_a_principal_other_than_the_admin_is_refused(least: Least) 
     assert "may not describe or alter the ACLs" in run.stderr and "super.users" in run.stderr
 
 
-async def test_a_mission_completes_with_every_process_under_its_own_role(least: Least, tmp_path: Path) -> None:
+async def test_missions_complete_with_every_process_under_its_own_role(least: Least, tmp_path: Path) -> None:
     roles = {"coordinator": Role.COORDINATOR, "streams": Role.STREAMS}
+    operator = least.settings(Role.OPERATOR)
     async with crew(
         least.admin, tmp_path, agents=2, env_of=lambda name: least.env(roles.get(name, Role.AGENT))
     ) as swarm:
-        mission_id = f"m-{uuid.uuid4().hex[:8]}"
-        await submit(least.settings(Role.PRODUCER), mission_id, REGION, [task("t0", swarm.capability)])
+        with (tmp_path / "top.log").open("ab") as log:
+            top = subprocess.Popen(
+                [sys.executable, "-m", "swarmlog", "top"],
+                env=os.environ | least.env(Role.TOP),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            mission = tmp_path / "mission.json"
+            mission.write_text(json.dumps({"title": "least privilege", "tasks": [task("t0", swarm.capability)]}))
+            submitted = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "swarmlog", "submit", str(mission), "--json"],
+                env=os.environ | least.env(Role.PRODUCER),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert submitted.returncode == 0, submitted.stderr
+            placed = json.loads(submitted.stdout)
+            split = f"top-{uuid.uuid4().hex[:8]}"
+            await MissionClient(least.settings(Role.PRODUCER)).submit(
+                {"mission_id": split, "title": split, "region": "top", "tasks": [task("t1", swarm.capability)]}
+            )
 
-        async def completed() -> list[Any] | None:
-            events = await journal(least.settings(Role.OPERATOR), REGION, mission_id)
-            return events if named(events, MissionCompleted) else None
+            async def completed() -> list[Any] | None:
+                events = await journal(operator, REGION, placed["mission_id"])
+                return events if named(events, MissionCompleted) else None
 
-        events = await eventually(completed, timeout_s=120)
-        assert not swarm.dead()
+            events = await eventually(completed, timeout_s=120)
+            top_events = await eventually(lambda: ended(operator, split), timeout_s=120)
+            assert not swarm.dead() and top.poll() is None, f"processes exited; logs in {tmp_path}"
+        finally:
+            top.terminate()
+            top.wait(30)
 
-    [done] = named(events, MissionCompleted)
-    assert done.success
+    assert placed["served"]  # `submit` read the coordinators' announcements as the producer
+    assert [done.success for done in named(events, MissionCompleted)] == [True]
+    assert [done.success for done in named(top_events, MissionCompleted)] == [True]
