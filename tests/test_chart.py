@@ -159,6 +159,8 @@ spec:
         (["agents.pools[0].name=a", "agents.pools[0].region=region-1"], "no coordinator serves it"),
         (["agents.pools[0].name=a", "agents.pools[0].gpus=2"], "for 2 GPUs per pod use mode fleet"),
         (["redis.tls.existingSecret=redis-tls"], "is not rediss://"),
+        (["signing.enabled=true", "signing.trust=x"], "signing.enabled needs signing.keysSecret"),
+        (["signing.enabled=true", "signing.keysSecret=keys"], "signing.enabled needs the trust file"),
     ],
 )
 def test_the_chart_refuses_values_that_contradict_each_other(
@@ -191,8 +193,7 @@ def test_every_process_is_given_a_command_line_the_cli_takes(rendered: dict[str,
 
 def environment(docs: list[dict[str, Any]], container: dict[str, Any], files: Path) -> dict[str, str]:
     """A container's SWARMLOG_* environment: the ConfigMap's and its own, its secret files made under `files`."""
-    (config,) = by_kind(docs, "ConfigMap").values()
-    env = dict(config["data"])
+    env = dict(by_kind(docs, "ConfigMap")["swarmlog"]["data"])
     for variable in container.get("env", []):
         if variable["name"].startswith("SWARMLOG_") and "value" in variable:
             value = variable["value"]
@@ -224,6 +225,9 @@ def test_the_settings_take_every_process_environment(rendered: dict[str, list[di
                 uses_redis = role == "streams" or role.startswith("agent-")
                 assert (settings.redis_password is not None) == uses_redis, role
                 assert (settings.redis_ca_file is not None) == (uses_redis and name == "secured"), role
+                signs = role != "topics"  # every process but the topics Job, which writes no event
+                assert (settings.signing_trust_file is not None) == signs, role
+                assert (settings.signing_key_file is not None) == signs, role
 
 
 def test_the_strimzi_topics_are_the_catalog(rendered: dict[str, list[dict[str, Any]]]) -> None:
@@ -269,6 +273,10 @@ def test_ids_regions_gpus_and_metrics_come_from_the_pods(rendered: dict[str, lis
     _, coordinator = workloads["swarmlog-coordinator"]
     (index,) = [env for env in coordinator["env"] if env["name"] == "REGION_INDEX"]
     assert index["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['apps.kubernetes.io/pod-index']"
+    principal = next(env for env in coordinator["env"] if env["name"] == "SWARMLOG_SIGNING_PRINCIPAL")
+    assert principal["value"] == "coordinator-region-$(REGION_INDEX)"  # a key per region, the pod's own picked
+    (keys,) = [v for v in sets["swarmlog-coordinator"]["spec"]["template"]["spec"]["volumes"] if v["name"] == "signing"]
+    assert [item["key"] for item in keys["secret"]["items"]] == ["coordinator-region-0.pem", "coordinator-region-1.pem"]
     _, agent = workloads["swarmlog-agent"]
     assert agent["args"][:2] == ["agent", "$(POD_NAME)"] and agent["resources"]["limits"]["nvidia.com/gpu"] == 1
     _, fleet = workloads["swarmlog-fleet"]

@@ -132,6 +132,24 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* Signing: the trust file's ConfigMap; empty when signing is off. */}}
+{{- define "swarmlog.trustConfigMap" -}}
+{{- with .Values.signing -}}
+{{- if .enabled -}}
+{{- if not .keysSecret -}}
+{{- fail "signing.enabled needs signing.keysSecret: a Secret with each principal's key as <principal>.pem" -}}
+{{- end -}}
+{{- if .trustConfigMap -}}
+{{- .trustConfigMap -}}
+{{- else if .trust -}}
+{{- printf "%s-trust" (include "swarmlog.fullname" $) -}}
+{{- else -}}
+{{- fail "signing.enabled needs the trust file: signing.trustConfigMap (a ConfigMap with trust.toml) or signing.trust" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The Redis client's files belong to the processes that use Redis: the stream processors and the agents. */}}
 {{- define "swarmlog.usesRedis" -}}
 {{- if has .role (list "streams" "agent") -}}true{{- end -}}
@@ -155,6 +173,14 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- if $s.caSecret }}
 - name: SWARMLOG_KAFKA_CA_FILE
   value: /etc/swarmlog/kafka-ca/ca.crt
+{{- end }}
+{{- if and .signer (include "swarmlog.trustConfigMap" .root) }}
+- name: SWARMLOG_SIGNING_TRUST_FILE
+  value: /etc/swarmlog/trust/trust.toml
+- name: SWARMLOG_SIGNING_PRINCIPAL
+  value: {{ .signer.principal | quote }}
+- name: SWARMLOG_SIGNING_KEY_FILE
+  value: {{ printf "/etc/swarmlog/signing/%s.pem" .signer.principal | quote }}
 {{- end }}
 {{- if include "swarmlog.usesRedis" . }}
 {{- with .root.Values.redis.username }}
@@ -204,6 +230,22 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
     items:
       - {key: {{ $s.caKey | quote }}, path: ca.crt}
 {{- end }}
+{{- $trust := include "swarmlog.trustConfigMap" .root }}
+{{- if and .signer $trust }}
+- name: trust
+  configMap:
+    name: {{ $trust }}
+    items:
+      - {key: trust.toml, path: trust.toml}
+- name: signing
+  secret:
+    secretName: {{ .root.Values.signing.keysSecret }}
+    defaultMode: 0440
+    items:
+      {{- range .signer.keys }}
+      - {key: {{ printf "%s.pem" . | quote }}, path: {{ printf "%s.pem" . | quote }}}
+      {{- end }}
+{{- end }}
 {{- if include "swarmlog.usesRedis" . }}
 {{- if $s.redisSecret }}
 - name: redis
@@ -236,6 +278,10 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end }}
 {{- if $s.caSecret }}
 - {name: kafka-ca, mountPath: /etc/swarmlog/kafka-ca, readOnly: true}
+{{- end }}
+{{- if and .signer (include "swarmlog.trustConfigMap" .root) }}
+- {name: trust, mountPath: /etc/swarmlog/trust, readOnly: true}
+- {name: signing, mountPath: /etc/swarmlog/signing, readOnly: true}
 {{- end }}
 {{- if include "swarmlog.usesRedis" . }}
 {{- if $s.redisSecret }}
