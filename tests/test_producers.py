@@ -2,113 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import dataclasses
 import json
 import shutil
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
-from coordinator.live import crew, eventually, journal
+from client_producers import EACH_PRODUCER, REGION, ROOT, Producer, completed, produce, region_0
+from coordinator.live import eventually, journal
 
 from swarmlog import topics
-from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.kafka.collecting import decoded
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.schemas.codec import default_codec
-from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import DeadLetterRecorded, MissionAccepted, MissionCompleted
 from swarmlog.settings import Settings
 from swarmlog.topics import spec_for
 
-pytestmark = pytest.mark.kafka_only
-
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.kafka_only, EACH_PRODUCER]
 SCHEMAS = ROOT / "schemas"
-REGION = "region-0"
-SETUP_HINT = "run scripts/setup-clients.sh"
-
-
-@dataclasses.dataclass(frozen=True)
-class Producer:
-    """One client of clients/: how to run it, what it needs, and the first inbox slot of its test agents."""
-
-    name: str
-    command: tuple[str, ...]
-    tools: tuple[str, ...]
-    files: tuple[str, ...]
-    first_slot: int
-
-    def missing(self) -> str | None:
-        """Why this producer cannot run here, or None."""
-        absent = [tool for tool in self.tools if shutil.which(tool) is None]
-        absent += [path for path in self.files if not (ROOT / path).exists()]
-        return f"{self.name} producer: missing {', '.join(absent)}; {SETUP_HINT}" if absent else None
-
-
-PRODUCERS = (
-    Producer("node", ("node", "clients/node/produce-mission.mjs"), ("node",), ("clients/node/node_modules",), 40),
-    Producer(
-        "java",
-        ("java", "-jar", "clients/java/target/produce-mission.jar"),
-        ("java",),
-        ("clients/java/target/produce-mission.jar",),
-        44,
-    ),
-    Producer(
-        "kcat",
-        ("bash", "clients/kcat/produce-mission.sh"),
-        ("kcat", "jq", "xxd", "java"),
-        (".cache/avro-tools/avro-tools-1.12.2.jar",),
-        48,
-    ),
-)
-
-
-@pytest.fixture(params=PRODUCERS, ids=[producer.name for producer in PRODUCERS])
-def producer(request: pytest.FixtureRequest) -> Producer:
-    """Each producer in turn; skipped, with what is missing, where its toolchain is absent."""
-    reason = request.param.missing()
-    if reason:
-        pytest.skip(reason)
-    return request.param
-
-
-@contextlib.asynccontextmanager
-async def region_0(settings: Settings, capability: str, first_slot: int, data_dir: Path) -> AsyncIterator[None]:
-    """Two scripted agents with a capability unique to the test, and region-0's coordinator, while the block runs."""
-    async with (
-        crew(settings, REGION, 2, capability, first_slot),
-        CoordinatorService(settings, REGION, data_dir=data_dir),
-    ):
-        yield
-
-
-async def produce(producer: Producer, settings: Settings, *args: str) -> str:
-    """Run the producer (without blocking the coordinator's event loop); the mission id it prints."""
-    process = await asyncio.create_subprocess_exec(
-        *producer.command,
-        "--bootstrap",
-        settings.bootstrap or "",
-        *args,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    assert process.returncode == 0, f"{producer.name} producer failed ({process.returncode}): {err.decode()}"
-    return out.decode().strip()
-
-
-async def completed(settings: Settings, mission_id: str) -> list[Event] | None:
-    """The mission's events in region-0's journal once it has completed."""
-    events = await journal(settings, REGION, mission_id)
-    return events if any(isinstance(event, MissionCompleted) for event in events) else None
 
 
 async def dead_letters(settings: Settings, mission_id: str) -> list[DeadLetterRecorded]:
