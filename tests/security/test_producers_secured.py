@@ -66,8 +66,9 @@ def refusal(secured_kafka: SecuredKafka, cause: str, tmp_path: Path) -> Settings
         wrong = tmp_path / "wrong-password"
         wrong.write_text(secrets.token_urlsafe(18) + "\n")
         return dataclasses.replace(producer, kafka_password=Secret.from_file(wrong, "SWARMLOG_KAFKA_PASSWORD_FILE"))
-    if cause == "untrusted broker":
-        return dataclasses.replace(producer, kafka_ca_file=secured_kafka.stranger.cert)
+    if cause.startswith("untrusted broker"):  # without the hostname check, the chain is still verified
+        checked = cause == "untrusted broker"
+        return dataclasses.replace(producer, kafka_ca_file=secured_kafka.stranger.cert, kafka_check_hostname=checked)
     unknown = secured_kafka.stranger.client("producer")  # an unknown client certificate, on the mutual-TLS listener
     mtls = secured_kafka.settings_for("producer", "SSL")
     return dataclasses.replace(mtls, kafka_cert_file=unknown.cert, kafka_key_file=unknown.key)
@@ -76,6 +77,7 @@ def refusal(secured_kafka: SecuredKafka, cause: str, tmp_path: Path) -> Settings
 SAYS = {
     "wrong password": "authentication failed at Kafka at",
     "untrusted broker": "cannot connect to Kafka at",
+    "untrusted broker, no hostname check": "cannot connect to Kafka at",
     "unknown client certificate": "cannot connect to Kafka at",
 }
 """How each refusal's line starts."""
