@@ -7168,10 +7168,244 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
 
 
-_s40_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s40_const2 = ('EQUAL',)
+
+
+_s40_const3 = ('AGREED', 'TIE_BREAK', 'DISPUTED')
+
+
+def _s40_record7(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v0 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v1 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v2 = _int(n)
+    return _records.ComparedReplica(v0, v1, v2), p
 
 
 def _s40_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    cdef long long _s40_count5
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v7 = _s40_const2[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v8 = _s40_const3[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v9 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v9 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v10 = _int(n)
+    _s40_items4 = []
+    _s40_count5 = b[p]
+    if _s40_count5 < 128:
+        p += 1
+        _s40_count5 = (_s40_count5 >> 1) ^ -(_s40_count5 & 1)
+    else:
+        _s40_count5, p = _long(b, p)
+    while _s40_count5:
+        if _s40_count5 < 0:
+            _s40_count5 = -_s40_count5
+            _, p = _long(b, p)
+        for _ in range(_s40_count5):
+            _s40_item6, p = _s40_record7(b, p)
+            _s40_items4.append(_s40_item6)
+        _s40_count5 = b[p]
+        if _s40_count5 < 128:
+            p += 1
+            _s40_count5 = (_s40_count5 >> 1) ^ -(_s40_count5 & 1)
+        else:
+            _s40_count5, p = _long(b, p)
+    v11 = _s40_items4
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v12 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v12 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    v13 = _boolean(b[p])
+    p += 1
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v14 = n
+    return _records.TaskCrossChecked(v0, v1, v4, v5, v6, v8, v10, v2, v3, v7, v9, v11, v12, v13, v14), p
+
+
+_s41_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+
+
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7311,7 +7545,7 @@ def _s40_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s40_const2[n >> 1]
+    v10 = _s41_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -7378,10 +7612,10 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s41_count3
+    cdef long long _s42_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7500,18 +7734,18 @@ def _s41_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s41_items2 = []
-    _s41_count3 = b[p]
-    if _s41_count3 < 128:
+    _s42_items2 = []
+    _s42_count3 = b[p]
+    if _s42_count3 < 128:
         p += 1
-        _s41_count3 = (_s41_count3 >> 1) ^ -(_s41_count3 & 1)
+        _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
     else:
-        _s41_count3, p = _long(b, p)
-    while _s41_count3:
-        if _s41_count3 < 0:
-            _s41_count3 = -_s41_count3
+        _s42_count3, p = _long(b, p)
+    while _s42_count3:
+        if _s42_count3 < 0:
+            _s42_count3 = -_s42_count3
             _, p = _long(b, p)
-        for _ in range(_s41_count3):
+        for _ in range(_s42_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -7523,16 +7757,16 @@ def _s41_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s41_item4 = b[p:e].decode('utf-8')
+            _s42_item4 = b[p:e].decode('utf-8')
             p = e
-            _s41_items2.append(_s41_item4)
-        _s41_count3 = b[p]
-        if _s41_count3 < 128:
+            _s42_items2.append(_s42_item4)
+        _s42_count3 = b[p]
+        if _s42_count3 < 128:
             p += 1
-            _s41_count3 = (_s41_count3 >> 1) ^ -(_s41_count3 & 1)
+            _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
         else:
-            _s41_count3, p = _long(b, p)
-    v9 = _s41_items2
+            _s42_count3, p = _long(b, p)
+    v9 = _s42_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7547,156 +7781,6 @@ def _s41_record1(bytes b, Py_ssize_t p):
     v10 = b[p:e].decode('utf-8')
     p = e
     return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
-
-
-def _s42_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = n
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v5 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v7 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v8 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v9 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v10 = b[p:e].decode('utf-8')
-    p = e
-    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s43_record1(bytes b, Py_ssize_t p):
@@ -7846,10 +7930,160 @@ def _s43_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s44_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v10 = b[p:e].decode('utf-8')
+    p = e
+    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+
+
+def _s45_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8028,7 +8262,7 @@ def _s44_record1(bytes b, Py_ssize_t p):
     return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
-def _s45_record1(bytes b, Py_ssize_t p):
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8165,7 +8399,7 @@ def _s45_record1(bytes b, Py_ssize_t p):
     return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
-def _s46_record1(bytes b, Py_ssize_t p):
+def _s47_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8318,10 +8552,10 @@ def _s46_record1(bytes b, Py_ssize_t p):
     return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
-_s47_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s48_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s47_record1(bytes b, Py_ssize_t p):
+def _s48_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8468,7 +8702,7 @@ def _s47_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s47_const2[n >> 1]
+    v11 = _s48_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -8499,7 +8733,7 @@ def _s47_record1(bytes b, Py_ssize_t p):
     return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
 
 
-def _s48_record1(bytes b, Py_ssize_t p):
+def _s49_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8667,7 +8901,7 @@ def _s48_record1(bytes b, Py_ssize_t p):
     return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s49_record1(bytes b, Py_ssize_t p):
+def _s50_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8827,7 +9061,7 @@ def _s49_record1(bytes b, Py_ssize_t p):
     return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s50_record1(bytes b, Py_ssize_t p):
+def _s51_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8965,7 +9199,7 @@ def _s50_record1(bytes b, Py_ssize_t p):
     return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
-def _s51_record5(bytes b, Py_ssize_t p):
+def _s52_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9011,10 +9245,10 @@ def _s51_record5(bytes b, Py_ssize_t p):
     return _records.Candidate(v0, v1, v2), p
 
 
-def _s51_record1(bytes b, Py_ssize_t p):
+def _s52_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s51_count3
+    cdef long long _s52_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -9139,27 +9373,27 @@ def _s51_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s51_items2 = []
-    _s51_count3 = b[p]
-    if _s51_count3 < 128:
+    _s52_items2 = []
+    _s52_count3 = b[p]
+    if _s52_count3 < 128:
         p += 1
-        _s51_count3 = (_s51_count3 >> 1) ^ -(_s51_count3 & 1)
+        _s52_count3 = (_s52_count3 >> 1) ^ -(_s52_count3 & 1)
     else:
-        _s51_count3, p = _long(b, p)
-    while _s51_count3:
-        if _s51_count3 < 0:
-            _s51_count3 = -_s51_count3
+        _s52_count3, p = _long(b, p)
+    while _s52_count3:
+        if _s52_count3 < 0:
+            _s52_count3 = -_s52_count3
             _, p = _long(b, p)
-        for _ in range(_s51_count3):
-            _s51_item4, p = _s51_record5(b, p)
-            _s51_items2.append(_s51_item4)
-        _s51_count3 = b[p]
-        if _s51_count3 < 128:
+        for _ in range(_s52_count3):
+            _s52_item4, p = _s52_record5(b, p)
+            _s52_items2.append(_s52_item4)
+        _s52_count3 = b[p]
+        if _s52_count3 < 128:
             p += 1
-            _s51_count3 = (_s51_count3 >> 1) ^ -(_s51_count3 & 1)
+            _s52_count3 = (_s52_count3 >> 1) ^ -(_s52_count3 & 1)
         else:
-            _s51_count3, p = _long(b, p)
-    v9 = _s51_items2
+            _s52_count3, p = _long(b, p)
+    v9 = _s52_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -9170,10 +9404,10 @@ def _s51_record1(bytes b, Py_ssize_t p):
     return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s52_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s53_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s52_record1(bytes b, Py_ssize_t p):
+def _s53_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9299,11 +9533,11 @@ def _s52_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s52_const2[n >> 1]
+    v8 = _s53_const2[n >> 1]
     return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s53_record1(bytes b, Py_ssize_t p):
+def _s54_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9511,18 +9745,19 @@ READERS = {
     '863cce9607afcb40': _s37_record1,  # TaskAssigned v1
     'f4e49451418d89a6': _s38_record1,  # TaskCancelled v1
     '14d84a52e182c131': _s39_record1,  # TaskCompleted v1
-    'cbb1794a558181c4': _s40_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s41_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s42_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s43_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s44_record1,  # TaskResultRecorded v1
-    '211655e567231fac': _s45_record1,  # TaskStartRecorded v1
-    'e6a663f565b98225': _s46_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s47_record1,  # TaskStepTaken v1
-    '805eed139064fb28': _s48_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s49_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s50_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s51_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s52_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s53_record1,  # WaitStarted v1
+    '38f5d1bb69081177': _s40_record1,  # TaskCrossChecked v1
+    'cbb1794a558181c4': _s41_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s42_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s43_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s44_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s45_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s46_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s47_record1,  # TaskStarted v1
+    '6097ab1b7d429e56': _s48_record1,  # TaskStepTaken v1
+    '805eed139064fb28': _s49_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s50_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s51_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s52_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s53_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s54_record1,  # WaitStarted v1
 }

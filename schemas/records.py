@@ -1000,6 +1000,51 @@ class TaskCompleted(Event, frozen=True, gc=False):
     completion_tokens: int = 0
 
 
+CrossCheckOutcome: TypeAlias = Literal['AGREED', 'TIE_BREAK', 'DISPUTED']
+
+
+CrossCheckRule: TypeAlias = Literal['EQUAL']
+
+
+class ComparedReplica(msgspec.Struct, frozen=True, gc=False):
+    "One succeeded replica that was compared."
+    replica: int
+    agent_id: str
+    group: int
+    "Its output's group: replicas with the same normalised output share one; 0 leads."
+
+
+class TaskCrossChecked(Event, frozen=True, gc=False):
+    "The coordinator compared the outputs of a replicated task's replicas: they agreed, a tie-breaker replica was started, or they stayed disputed (the plurality's earliest output is taken)."
+
+    name: ClassVar[str] = 'TaskCrossChecked'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    mission_id: str
+    task_id: str
+    outcome: CrossCheckOutcome
+    support: int
+    "How many compared replicas gave the leading output (normalised)."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+    rule: CrossCheckRule = 'EQUAL'
+    replica: int | None = None
+    "The replica whose output the task gives downstream (null while a tie-breaker runs)."
+    compared: list[ComparedReplica] = []
+    tie_breaker: int | None = None
+    "The replica started to break the tie (TIE_BREAK)."
+    timed_out: bool = False
+    "Compared when the mission's consensus window had passed with a quorum in, before every replica ended."
+    waited_ms: int = 0
+    "From the task's first output (or the tie-breaker's start) to this comparison."
+
+
 FailureKind: TypeAlias = Literal['MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED']
 
 
@@ -1393,6 +1438,7 @@ CLASSES: dict[str, type[Event]] = {
     'TaskAssigned': TaskAssigned,
     'TaskCancelled': TaskCancelled,
     'TaskCompleted': TaskCompleted,
+    'TaskCrossChecked': TaskCrossChecked,
     'TaskFailed': TaskFailed,
     'TaskQueued': TaskQueued,
     'TaskReassigned': TaskReassigned,
@@ -1451,6 +1497,7 @@ FINGERPRINTS: dict[str, str] = {
     'TaskAssigned': '863cce9607afcb40',
     'TaskCancelled': 'f4e49451418d89a6',
     'TaskCompleted': '14d84a52e182c131',
+    'TaskCrossChecked': '38f5d1bb69081177',
     'TaskFailed': 'cbb1794a558181c4',
     'TaskQueued': 'f51ee8a810a6e6a8',
     'TaskReassigned': '1df74edb95e4307f',

@@ -105,6 +105,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
                 "TaskStartRecorded",
                 "MissionRetired",
                 "SlotAllocated",
+                "TaskCrossChecked",
             ),
             "The coordinators' decisions, one partition per region; their state is its fold.",
         ),
