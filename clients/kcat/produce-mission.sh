@@ -112,7 +112,7 @@ if [ -n "$sasl" ] && { [ -z "$username" ] || [ -z "$have_password" ]; }; then
   config_error "--security-protocol $security_protocol needs $(named username) and $(named password-file)" \
     "(or SWARMLOG_KAFKA_PASSWORD)"
 fi
-if [ -n "$cert_file" ] && [ -z "$key_file" ] || [ -z "$cert_file" ] && [ -n "$key_file" ]; then
+if [ "${cert_file:+set}" != "${key_file:+set}" ]; then
   config_error "mutual TLS needs both $(named cert-file) and $(named key-file)"
 fi
 if [ -n "$cert_file" ] && [ -z "$tls" ]; then

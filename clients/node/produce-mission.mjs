@@ -57,11 +57,11 @@ const named = (flag) => `--${flag} (${variable(flag)})`;
 /** A file's contents, or a ConfigError naming the flag it came from. */
 function readSetting(flag, path) {
   try {
-    if (!statSync(path).isFile()) throw new Error('not a file');
-    return readFileSync(path);
-  } catch (error) {
-    throw new ConfigError(`${named(flag)} ${path} is not a readable file (${error.code ?? error.message})`);
+    if (statSync(path).isFile()) return readFileSync(path);
+  } catch {
+    // missing or unreadable: said below
   }
+  throw new ConfigError(`${named(flag)} ${path} is not a readable file`);
 }
 
 /** The password: the first line of --password-file or $SWARMLOG_KAFKA_PASSWORD_FILE, else $SWARMLOG_KAFKA_PASSWORD. */

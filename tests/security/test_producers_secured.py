@@ -1,6 +1,6 @@
 """The producers of clients/ (Node, Java, kcat) on the secured Kafka: missions over SASL_SSL with each mechanism and
 over mutual TLS reach a real coordinator; a wrong password, an untrusted broker or an unknown client certificate ends
-with exit 4 and one line that names the cause and shows no password; a missing setting with exit 3."""
+with exit 4 and one line that names the cause and shows no password; a setting that cannot work with exit 3."""
 
 from __future__ import annotations
 
@@ -100,13 +100,50 @@ async def test_a_refused_connection_exits_4_with_one_line_and_no_password(
         assert password.value not in done.stderr
 
 
-async def test_sasl_without_a_username_is_a_configuration_error(producer: Producer, secured_kafka: SecuredKafka):
-    settings = secured_kafka.settings_for("producer")
-    args = flags(settings)
-    del args[args.index("--username") : args.index("--username") + 2]
-    done = await run(producer, settings, *args, "--task", "a=say a")
-    assert done.status == 3, done
-    assert done.stderr.strip() == (
-        "produce-mission: --security-protocol SASL_SSL needs --username (SWARMLOG_KAFKA_USERNAME) and --password-file "
-        "(SWARMLOG_KAFKA_PASSWORD_FILE) (or SWARMLOG_KAFKA_PASSWORD)"
-    )
+MISTAKES = {
+    "unknown protocol": (
+        ["--security-protocol", "TLS"],
+        "--security-protocol (SWARMLOG_KAFKA_SECURITY_PROTOCOL) is TLS; use one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
+        "SASL_SSL",
+    ),
+    "unknown mechanism": (
+        ["--sasl-mechanism", "GSSAPI"],
+        "--sasl-mechanism (SWARMLOG_KAFKA_SASL_MECHANISM) is GSSAPI; use one of SCRAM-SHA-512, SCRAM-SHA-256, PLAIN",
+    ),
+    "SASL without a username": (
+        ["--security-protocol", "SASL_SSL", "--password-file", "{password}"],
+        "--security-protocol SASL_SSL needs --username (SWARMLOG_KAFKA_USERNAME) and --password-file "
+        "(SWARMLOG_KAFKA_PASSWORD_FILE) (or SWARMLOG_KAFKA_PASSWORD)",
+    ),
+    "a certificate without its key": (
+        ["--security-protocol", "SSL", "--cert-file", "{cert}"],
+        "mutual TLS needs both --cert-file (SWARMLOG_KAFKA_CERT_FILE) and --key-file (SWARMLOG_KAFKA_KEY_FILE)",
+    ),
+    "a certificate on plaintext": (
+        ["--cert-file", "{cert}", "--key-file", "{key}"],
+        "--cert-file (SWARMLOG_KAFKA_CERT_FILE) is set but --security-protocol is PLAINTEXT; use SSL (mutual TLS) or "
+        "SASL_SSL",
+    ),
+    "no CA file": (
+        ["--security-protocol", "SSL", "--ca-file", "/nonexistent/ca.pem"],
+        "--ca-file (SWARMLOG_KAFKA_CA_FILE) /nonexistent/ca.pem is not a readable file",
+    ),
+    "a hostname check that is not a boolean": (
+        ["SWARMLOG_KAFKA_CHECK_HOSTNAME=maybe"],  # a variable: it has no flag
+        "SWARMLOG_KAFKA_CHECK_HOSTNAME=maybe is not true or false",
+    ),
+}
+"""Settings the producers refuse before connecting (flags, or VARIABLE=value), and what each says: as
+swarmlog/settings.py refuses them, in the same words from every client."""
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+async def test_a_setting_that_cannot_work_exits_3(producer: Producer, secured_kafka: SecuredKafka, mistake: str):
+    user = secured_kafka.users["producer"]
+    files = {"password": user.password_file, "cert": user.cert.cert, "key": user.cert.key}
+    args, message = MISTAKES[mistake]
+    given = [arg.format(**files) for arg in args]
+    variables = dict(arg.split("=", 1) for arg in given if arg.startswith("SWARMLOG_"))
+    options = [arg for arg in given if not arg.startswith("SWARMLOG_")]
+    done = await run(producer, secured_kafka.settings_for("producer"), *options, "--task", "a=say a", env=variables)
+    assert (done.status, done.stderr.strip()) == (3, f"produce-mission: {message}")

@@ -75,7 +75,7 @@ record Security(Properties properties, String secret, String describe) {
         }
         String chain = cert == null ? null : read("cert-file", cert);
         String pkcs8 = key == null ? null : read("key-file", key);
-        if (ca != null) read("ca-file", ca);
+        if (ca != null) read("ca-file", ca); // checked like the others; kafka-clients reads it by its path
 
         Properties properties = new Properties();
         properties.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, protocol);
@@ -123,13 +123,14 @@ record Security(Properties properties, String secret, String describe) {
         return value == null || value.isEmpty() ? null : value;
     }
 
+    /** A setting's file, or a Failure naming its flag and variable. */
     private static String read(String flag, String path) throws Failure {
         try {
-            if (!Files.isRegularFile(Path.of(path))) throw new IOException("not a file");
-            return Files.readString(Path.of(path), StandardCharsets.UTF_8);
+            if (Files.isRegularFile(Path.of(path))) return Files.readString(Path.of(path), StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw Failure.config(named(flag) + " " + path + " is not a readable file (" + e.getMessage() + ")");
+            // unreadable: said below
         }
+        throw Failure.config(named(flag) + " " + path + " is not a readable file");
     }
 
     /** A JAAS option value: in double quotes, with backslashes and quotes escaped. */
