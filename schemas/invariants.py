@@ -31,7 +31,7 @@ def _non_empty(field: str) -> Check:
 def _at_least(field: str, low: int) -> Check:
     def check(record: Any) -> None:
         value = getattr(record, field)
-        if value < low:
+        if value is not None and value < low:  # a null optional field (TaskCrossChecked.replica) has no bound
             raise InvariantViolation(f"{field} must be at least {low}, got {value}")
 
     return check

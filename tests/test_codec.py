@@ -28,7 +28,14 @@ from swarmlog.schemas.catalog import CRC64_EMPTY, crc64_avro, default_catalog
 from swarmlog.schemas.codec import MAGIC, Codec, decode, decode_record, encode, without_logical_types
 from swarmlog.schemas.confluent import ConfluentFraming
 from swarmlog.schemas.events import Event, to_millis
-from swarmlog.schemas.records import AgentHeartbeat, ConsensusSpec, MissionSubmitted, TaskSpec, TaskStarted
+from swarmlog.schemas.records import (
+    AgentHeartbeat,
+    ConsensusSpec,
+    MissionSubmitted,
+    TaskCrossChecked,
+    TaskSpec,
+    TaskStarted,
+)
 
 CATALOG = default_catalog()
 NAMES = CATALOG.names()
@@ -286,6 +293,22 @@ def test_invariants_reject_broken_records(
     assert reason in caught.value.reason
     with pytest.raises(EncodeError, match="breaks an invariant"):
         encode(event)
+
+
+def test_a_null_optional_field_has_no_bound_to_break() -> None:
+    tie_break = stamp(
+        TaskCrossChecked,
+        producer="coordinator:region-0",
+        mission_id="m",
+        task_id="t",
+        outcome="TIE_BREAK",
+        support=1,
+        replica=None,
+        tie_breaker=3,
+    )
+
+    invariants.check(tie_break)
+    assert decode(encode(tie_break)) == tie_break
 
 
 @st.composite
