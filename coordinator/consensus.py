@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator.state import DONE, BallotTally, Candidate, ConsensusSpec, MissionState, TaskSpec
+from swarmlog.coordinator.state import AGREED, DONE, BallotTally, Candidate, ConsensusSpec, MissionState, TaskSpec
 
 
 def _work(mission: MissionState) -> list[TaskSpec]:
@@ -22,14 +22,31 @@ def _outputs(mission: MissionState, specs: list[TaskSpec]) -> list[tuple[str, in
 
 
 def candidates(mission: MissionState) -> tuple[Candidate, ...]:
-    """The distinct outputs of the leaf tasks' replicas, each named after the first replica that gave it."""
+    """The distinct outputs the leaf tasks give (see `_given`), each named after the first replica that gave it."""
     work = _work(mission)
     depended_on = {dep for spec in work for dep in spec.depends_on}
     leaves = [spec for spec in work if spec.task_id not in depended_on]
     chosen: dict[str, Candidate] = {}
-    for task_id, index, agent_id, output in _outputs(mission, leaves):
+    for task_id, index, agent_id, output in _given(mission, leaves):
         chosen.setdefault(output, Candidate(f"{task_id}/{index}", agent_id, output))
     return tuple(chosen.values())
+
+
+def _given(mission: MissionState, specs: list[TaskSpec]) -> list[tuple[str, int, str, str]]:
+    """The outputs these tasks put on the ballot: an agreed task its chosen replica's; a disputed one its chosen
+    replica's first, then its other replicas' (the ballot settles what the cross-check could not); any other task
+    every succeeded replica's."""
+    given = []
+    for spec in specs:
+        outputs = _outputs(mission, [spec])
+        check = mission.checks.get(spec.task_id)
+        if check is not None and check.replica is not None:
+            chosen = [found for found in outputs if found[1] == check.replica]
+            outputs = (
+                chosen if check.outcome == AGREED else chosen + [found for found in outputs if found not in chosen]
+            )
+        given += outputs
+    return given
 
 
 def voters(mission: MissionState) -> tuple[str, ...]:

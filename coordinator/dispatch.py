@@ -59,7 +59,7 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     # Prefer agents that have not failed this replica yet; when none could ever take it, retry on one that did.
     tried = siblings | mission.replica(spec.task_id, index).tried
     choice = routing.choose(spec, idle, tried)
-    if choice is None and not _fresh_capable_agent(spec, state.agents.values(), tried):
+    if choice is None and not capable_elsewhere(spec, state.agents.values(), tried):
         choice = routing.choose(spec, idle, siblings)
     if choice is None:
         return False
@@ -89,20 +89,23 @@ def _on_siblings(mission: MissionState, spec: TaskSpec, index: int) -> frozenset
     return frozenset(replica.agent_id for replica in siblings if replica.status in (RUNNING, DONE) and replica.agent_id)
 
 
-def _fresh_capable_agent(spec: TaskSpec, agents: Iterable[EnlistedAgent], excluded: frozenset[str]) -> bool:
+def capable_elsewhere(spec: TaskSpec, agents: Iterable[EnlistedAgent], excluded: frozenset[str]) -> bool:
     """Whether some alive agent outside `excluded` could take the task, now or once it is idle."""
     return any(agent.alive and agent.agent_id not in excluded and routing.capable(spec, agent) for agent in agents)
 
 
 def _inputs(mission: MissionState, spec: TaskSpec) -> dict[str, str]:
-    """The outputs a task receives: its dependencies' (first succeeded replica), or the consensus for FINAL."""
+    """The outputs a task receives: its dependencies' (see `output`), or the consensus for FINAL."""
     if spec.kind == "FINAL":
         return {"consensus": mission.decision or ""}
     return {dep: output(mission, dep) or "" for dep in spec.depends_on}
 
 
 def output(mission: MissionState, task_id: str) -> str | None:
-    """The output of a task's first succeeded replica, if any."""
+    """The output a task gives: the replica its cross-check chose, else its first succeeded replica's, if any."""
+    check = mission.checks.get(task_id)
+    if check is not None and check.replica is not None:
+        return mission.replica(task_id, check.replica).output
     for index in range(mission.tasks[task_id].replicas):
         replica = mission.replica(task_id, index)
         if replica.status == DONE:

@@ -20,16 +20,19 @@ from swarmlog.coordinator.state import (
     PENDING,
     QUEUED,
     RUNNING,
+    TIE_BREAK,
     BallotTally,
     Candidate,
     Config,
     ConsensusSpec,
+    CrossCheck,
     EnlistedAgent,
     MissionState,
     ReplicaKey,
     State,
     finished,
     initial,
+    workers,
 )
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.projection import Projection
@@ -50,6 +53,7 @@ from swarmlog.schemas.records import (
     SlotAllocated,
     TaskAssigned,
     TaskCancelled,
+    TaskCrossChecked,
     TaskQueued,
     TaskReassigned,
     TaskResultRecorded,
@@ -93,6 +97,7 @@ def _refers_to_known(state: State, event: Event) -> bool:
         | TaskReassigned
         | TaskCancelled
         | TaskResultRecorded
+        | TaskCrossChecked
         | VoteRequested
         | VoteRecorded
         | ConsensusReached
@@ -128,6 +133,8 @@ def _apply(state: State, event: Event) -> State | None:
             return _free(_set_replica(state, event, status=CANCELLED), event.agent_id, _key(event))
         case TaskResultRecorded():
             return _result(state, event)
+        case TaskCrossChecked():
+            return _cross_checked(state, event)
         case AgentEnlisted():
             return _enlisted(state, event)
         case AgentDelisted(agent_id=agent_id):
@@ -197,11 +204,12 @@ def _indexed(mission: MissionState, task_ids: Iterable[str], **changes: Any) -> 
     """The mission with `changes` and its task indexes (pending, unfinished, failed_tasks) brought up to date for
     these tasks, in one copy."""
     replicas, tasks = changes.get("replicas", mission.replicas), changes.get("tasks", mission.tasks)
+    checks = changes.get("checks", mission.checks)
     pending, unfinished, failed = mission.pending, mission.unfinished, mission.failed_tasks
     for task_id in task_ids:
         statuses = {replicas.get((task_id, index), FRESH).status for index in range(tasks[task_id].replicas)}
         pending = _member(pending, task_id, PENDING in statuses)
-        unfinished = _member(unfinished, task_id, not finished(statuses))
+        unfinished = _member(unfinished, task_id, not finished(tasks[task_id], statuses, checks.get(task_id)))
         failed = _member(failed, task_id, statuses <= {FAILED})
     return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed)
 
@@ -288,7 +296,7 @@ def _result(state: State, event: TaskResultRecorded) -> State:
     mission = state.missions[event.mission_id]
     replica = mission.replica(event.task_id, event.replica)
     if event.succeeded:
-        changes: dict[str, Any] = {"status": DONE, "output": event.output}
+        changes: dict[str, Any] = {"status": DONE, "output": event.output, "done_at": event.occurred_at}
     else:
         failures = replica.failures + 1
         changes = {
@@ -307,6 +315,27 @@ def _result(state: State, event: TaskResultRecorded) -> State:
         ),
     )
     return _free(_set_replica(state, event, **changes), event.agent_id, _key(event))
+
+
+def _cross_checked(state: State, event: TaskCrossChecked) -> State:
+    """Note the check; end the task's replicas waiting to be routed or queued (the running ones are cancelled by the
+    events that follow it); a tie-breaker adds a replica that prefers agents the task has not had."""
+    mission, task_id = state.missions[event.mission_id], event.task_id
+    spec = mission.tasks[task_id]
+    check = CrossCheck(event.outcome, event.replica, event.occurred_at)
+    checks = {**mission.checks, task_id: check}
+    tasks, replicas = mission.tasks, PMap.of(mission.replicas)
+    waiting = [index for index in range(spec.replicas) if mission.replica(task_id, index).status in (PENDING, QUEUED)]
+    for index in waiting:
+        replicas = replicas.set((task_id, index), replace(mission.replica(task_id, index), status=CANCELLED))
+    if event.outcome == TIE_BREAK:
+        index = max(spec.replicas, event.tie_breaker or 0)
+        tasks = {**tasks, task_id: dataclasses.replace(spec, replicas=index + 1)}
+        others = workers(mission.replica(task_id, other) for other in range(spec.replicas))
+        replicas = replicas.set((task_id, index), dataclasses.replace(FRESH, tried=others))
+    state = _put(state, _indexed(mission, (task_id,), tasks=tasks, replicas=replicas, checks=checks))
+    ended = {(event.mission_id, task_id, index) for index in waiting}
+    return _unqueue(state, lambda queued: queued not in ended)
 
 
 def _enlisted(state: State, event: AgentEnlisted) -> State:

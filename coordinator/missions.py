@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmlog.coordinator import placement, plan, starts, voting
+from swarmlog.coordinator import crosscheck, placement, plan, starts, voting
 from swarmlog.coordinator.dispatch import output, route
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
@@ -80,8 +80,8 @@ def _invalid(event: MissionSubmitted, config: Config) -> str | None:
 
 
 def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
-    """Fail missions past their deadline, time out closed consensus windows, take back attempts never started, and
-    retire missions ended longer ago than the retention."""
+    """Fail missions past their deadline, time out closed consensus windows (a task's cross-check, the mission's
+    ballot), take back attempts never started, and retire missions ended longer ago than the retention."""
     for mission in list(draft.state.missions.values()):
         if not mission.active:
             _retire_if_due(draft, mission)
@@ -89,7 +89,9 @@ def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
             fail(draft, mission, f"deadline passed at {mission.deadline_at} ms ({mission.phase} phase)")
         else:
             starts.take_back_unstarted(draft, mission, inputs_since_ms)
-            if mission.phase == "CONSENSUS":
+            if mission.phase == "WORK":
+                crosscheck.settle_all(draft, mission.mission_id)
+            elif mission.phase == "CONSENSUS":
                 voting.close_if_expired(draft, draft.state.missions[mission.mission_id])
 
 
@@ -120,9 +122,11 @@ def _step(draft: Draft, mission: MissionState) -> None:
 
 
 def _run_phase(draft: Draft, mission: MissionState, kind: str) -> None:
-    """Fail on a task that failed for good, finish the phase when all are done, else route what is ready. Reads the
-    mission's task indexes (`pending`, `unfinished`, `failed_tasks`), so a decision costs what is waiting, not every
-    task of the mission."""
+    """Cross-check the replicated tasks that are due, fail on a task that failed for good, finish the phase when all
+    are done, else route what is ready. Reads the mission's task indexes (`pending`, `unfinished`, `failed_tasks`), so
+    a decision costs what is waiting, not every task of the mission."""
+    if kind == "WORK" and crosscheck.settle_all(draft, mission.mission_id):
+        return
     failed = _in_order(mission, kind, mission.failed_tasks)
     if failed:
         fail(draft, mission, f"task {failed[0].task_id!r} failed on every replica ({MAX_ATTEMPTS} attempts each)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 
 from swarmlog.streams.persistent import PSet
 
@@ -94,10 +94,43 @@ class Replica:
     tried: frozenset[str] = frozenset()
     assigned_at: int = 0
     started: bool = False
+    done_at: int = 0
+    """When its output was recorded (DONE)."""
 
 
-def finished(statuses: Set[str]) -> bool:
-    """Whether a task whose replicas have these statuses is finished: every one ended, and one succeeded."""
+# Cross-check outcomes (TaskCrossChecked).
+AGREED = "AGREED"
+TIE_BREAK = "TIE_BREAK"
+DISPUTED = "DISPUTED"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CrossCheck:
+    """The latest comparison of a replicated task's outputs: its outcome, the replica chosen, and when."""
+
+    outcome: str
+    replica: int | None
+    at: int
+
+
+def workers(replicas: Iterable[Replica]) -> frozenset[str]:
+    """Every agent that worked on these replicas (running, done, or failed them): a tie-breaker runs on none of them."""
+    found: set[str] = set()
+    for replica in replicas:
+        found |= replica.tried | ({replica.agent_id} if replica.agent_id else set())
+    return frozenset(found)
+
+
+def cross_checked(spec: TaskSpec) -> bool:
+    """Whether the task's replicas are compared before its output counts (a WORK task with more than one)."""
+    return spec.kind == "WORK" and spec.replicas > 1
+
+
+def finished(spec: TaskSpec, statuses: Set[str], check: CrossCheck | None) -> bool:
+    """Whether a task is finished: its replicas' outputs compared and settled (when it is cross-checked), else every
+    replica ended and one succeeded."""
+    if cross_checked(spec):
+        return check is not None and check.outcome != TIE_BREAK
     return statuses <= {DONE, FAILED} and DONE in statuses
 
 
@@ -167,6 +200,8 @@ class MissionState:
     """Tasks not yet finished (see `finished`): kept by `evolve`."""
     failed_tasks: frozenset[str] = frozenset()
     """Tasks whose every replica failed for good: kept by `evolve`."""
+    checks: Mapping[str, CrossCheck] = dataclasses.field(default_factory=dict)
+    """The latest cross-check of each replicated task compared so far (TaskCrossChecked)."""
 
     @property
     def active(self) -> bool:
@@ -178,8 +213,10 @@ class MissionState:
         return self.replicas.get((task_id, index), FRESH)
 
     def finished(self, task_id: str) -> bool:
-        """Whether every replica of a task ended and at least one succeeded."""
-        return finished({self.replica(task_id, i).status for i in range(self.tasks[task_id].replicas)})
+        """Whether a task is finished (see `finished`)."""
+        spec = self.tasks[task_id]
+        statuses = {self.replica(task_id, i).status for i in range(spec.replicas)}
+        return finished(spec, statuses, self.checks.get(task_id))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from swarmlog.schemas.records import (
     PlanAdopted,
     TaskAssigned,
     TaskCancelled,
+    TaskCrossChecked,
     TaskQueued,
     VoteRecorded,
     VoteRequested,
@@ -67,11 +68,16 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
     assert test.inputs == {"review": "lgtm"}
     answer(swarm, "test", "green")
     swarm.now_ms += 1000
-    events = answer(swarm, "deploy", "deployed", "deployed", "rolled back")
+    events = answer(swarm, "deploy", "deployed", "rolled back", "paused")
+    checks = named(swarm.journal, TaskCrossChecked)
+    assert [(c.task_id, c.outcome, c.replica, c.support) for c in checks] == [
+        ("review", "DISPUTED", 0, 1),  # no third reviewer to break the tie
+        ("deploy", "DISPUTED", 0, 1),
+    ]
     assert [e.phase for e in named(events, PhaseStarted)] == ["CONSENSUS"]
     requests = named(events, VoteRequested)
     assert [r.voter_agent_id for r in requests] == ["g1", "r1", "r2", "t1", "d1", "d2", "d3"]
-    assert [c.candidate_id for c in requests[0].candidates] == ["deploy/0", "deploy/2"]
+    assert [c.candidate_id for c in requests[0].candidates] == ["deploy/0", "deploy/1", "deploy/2"]
 
     swarm.now_ms += 500
     for request in requests[:3]:
@@ -142,7 +148,7 @@ def test_confidence_weighted_votes_follow_confidence():
         [task("t", "code", replicas=3)],
         consensus={"strategy": "CONFIDENCE_WEIGHTED", "window_ms": 1000, "quorum": 1.0},
     )
-    requests = named(answer(swarm, "t", "x", "y", "y"), VoteRequested)
+    requests = named(answer(swarm, "t", "x", "y", "z"), VoteRequested)  # disputed: no fourth agent
     swarm.vote(requests[0], "t/0", confidence=0.9)
     swarm.vote(requests[1], "t/1", confidence=0.2)
     reached = named(swarm.vote(requests[2], "t/1", confidence=0.3), ConsensusReached)[0]

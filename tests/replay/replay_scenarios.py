@@ -87,17 +87,17 @@ class RecordedSwarm(Swarm):
 
 
 def three_phase() -> RecordedSwarm:
-    """Two replicas disagree, the voters pick one, the decider ships it."""
+    """Two tasks answer differently, the voters pick one, the decider ships it."""
     swarm = RecordedSwarm()
     for agent_id in ("a1", "a2", "a3"):
         swarm.register(agent_id, "code")
     swarm.register("boss", "decision_making")
     swarm.submit(
         "m-three",
-        [task("gen", "code", replicas=2)],
+        [task("gen", "code"), task("alt", "code")],
         final_action={"prompt": "ship it", "required_capabilities": ["decision_making"]},
     )
-    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.replica), ("v1", "v2"), strict=False):
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.task_id), ("v1", "v2"), strict=False):
         swarm.started(assigned)
         swarm.now_ms += 200
         swarm.complete(assigned, output, tokens=12)
@@ -108,6 +108,26 @@ def three_phase() -> RecordedSwarm:
     [final] = swarm.running()
     swarm.started(final)
     swarm.complete(final, "shipped", tokens=4)
+    return swarm
+
+
+def cross_check() -> RecordedSwarm:
+    """Two replicas disagree, a tie-breaker on a third agent agrees with one, the next task gets the agreed output."""
+    swarm = RecordedSwarm()
+    for agent_id in ("a1", "a2", "a3"):
+        swarm.register(agent_id, "code")
+    swarm.submit("m-check", [task("gen", "code", replicas=2), task("use", "code", depends_on=["gen"])])
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.replica), ("42", "41"), strict=True):
+        swarm.started(assigned)
+        swarm.now_ms += 200
+        swarm.complete(assigned, output, tokens=12)
+    [tie_breaker] = swarm.running()
+    swarm.started(tie_breaker)
+    swarm.now_ms += 200
+    swarm.complete(tie_breaker, " 42\n", tokens=12)
+    [use] = swarm.running()
+    swarm.started(use)
+    swarm.complete(use, f"used {use.inputs['gen']}", tokens=4)
     return swarm
 
 
@@ -195,6 +215,7 @@ def throttle() -> RecordedSwarm:
 
 SCENARIOS: dict[str, Callable[[], RecordedSwarm]] = {
     "three_phase": three_phase,
+    "cross_check": cross_check,
     "agent_death": agent_death,
     "deadlock": deadlock,
     "throttle": throttle,
