@@ -1,5 +1,5 @@
 """A mission's progress as its journal tells it: phase, replicas planned, assigned and queued, results per agent,
-tokens, votes, consensus and how it ended; `PROGRESS` is the one fold of it (the client's `watch`, replay's timeline).
+tokens, each replicated task's cross-check, votes, consensus and how it ended; `PROGRESS` is the one fold of it (the client's `watch`, replay's timeline).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from swarmlog.schemas.records import (
     MissionRejected,
     PhaseStarted,
     TaskAssigned,
+    TaskCrossChecked,
     TaskQueued,
     TaskResultRecorded,
     VoteRecorded,
@@ -47,6 +48,8 @@ class MissionProgress:
     done: Mapping[str, int] = dataclasses.field(default_factory=dict)
     failed: Mapping[str, int] = dataclasses.field(default_factory=dict)
     tokens: int = 0
+    checks: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Each replicated task's latest cross-check, as a phrase ("agreed 2/3", "tie-breaker replica 2", ...)."""
     votes: int = 0
     consensus: str | None = None
     result: Terminal | None = None
@@ -68,6 +71,7 @@ class MissionProgress:
             "done": dict(self.done),
             "failed": dict(self.failed),
             "tokens": self.tokens,
+            "checks": dict(self.checks),
             "votes": self.votes,
             "consensus": self.consensus,
         }
@@ -96,6 +100,9 @@ def evolve(progress: MissionProgress, event: Event) -> MissionProgress:
         case TaskResultRecorded(stale=False):
             failed = _counted(progress.failed, event.agent_id)
             return replace(progress, failed=failed, tokens=progress.tokens + event.tokens)
+        case TaskCrossChecked():
+            checks = {**progress.checks, event.task_id: cross_check(event)}
+            return replace(progress, checks=checks, planned=progress.planned + (event.tie_breaker is not None))
         case VoteRecorded():
             return replace(progress, votes=progress.votes + 1)
         case ConsensusReached():
@@ -108,6 +115,18 @@ def evolve(progress: MissionProgress, event: Event) -> MissionProgress:
         case MissionRejected():
             return replace(progress, phase=REJECTED, result=event)
     return progress
+
+
+def cross_check(event: TaskCrossChecked) -> str:
+    """A cross-check in a few words: its outcome, the support of the leading output among the replicas compared, and
+    whether the consensus window closed it."""
+    support = f"{event.support}/{len(event.compared)}"
+    said = {
+        "AGREED": f"agreed {support} on replica {event.replica}",
+        "TIE_BREAK": f"split {support}: tie-breaker replica {event.tie_breaker}",
+        "DISPUTED": f"disputed {support}: replica {event.replica} taken",
+    }[event.outcome]
+    return f"{said} (window passed)" if event.timed_out else said
 
 
 def _counted(tally: Mapping[str, int], agent_id: str) -> Mapping[str, int]:

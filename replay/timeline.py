@@ -6,13 +6,14 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TypeVar
 
-from swarmlog.coordinator.progress import PROGRESS
+from swarmlog.coordinator.progress import PROGRESS, cross_check
 from swarmlog.replay.fold import Problem, Record, Repairs, decoded
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     MissionCompleted,
     MissionFailed,
     TaskCompleted,
+    TaskCrossChecked,
     TaskFailed,
     TaskResultRecorded,
     TaskStepTaken,
@@ -43,6 +44,8 @@ class Step:
     attempt: int | None
     latency_ms: int | None
     tokens: int | None
+    note: str | None
+    """What a decision decided, in a few words (a task's cross-check)."""
 
 
 def belongs(event: Event, mission_id: str) -> bool:
@@ -119,6 +122,7 @@ def _steps(found: list[tuple[Record, Event]], mission_id: str) -> list[Step]:
                 event.attempt,
                 _latency(event),
                 _tokens(event),
+                cross_check(event) if isinstance(event, TaskCrossChecked) else None,
             )
         )
     return steps

@@ -210,11 +210,13 @@ def test_the_progress_view_renders_to_a_recorded_console():
         done={"agent-a": 2},
         failed={"agent-b": 1},
         tokens=42,
+        checks={"gen": "agreed 2/3 on replica 0"},
     )
     console = Console(record=True, width=100)
     console.print(render(progress))
     text = console.export_text()
     assert "CONSENSUS" in text and "agent-a" in text and "3/3" in text and "42" in text
+    assert "cross-check gen  agreed 2/3 on replica 0" in text
 
 
 async def test_replay_says_in_one_line_what_it_cannot_do(settings: Settings, tmp_path: Path):

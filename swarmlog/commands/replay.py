@@ -165,7 +165,8 @@ def timeline(
     as_json: Json = False,
     bootstrap: Bootstrap = None,
 ) -> None:
-    """Every event of a mission across topics, causes before effects, with phase, agent, attempt, latency, tokens."""
+    """Every event of a mission across topics, causes before effects, with phase, agent, attempt, latency, tokens, and
+    what a task's cross-check decided."""
     settings = _settings(bootstrap)
     reading = asyncio.run(read(settings, _all_topics(settings)))
     steps, problems = mission_timeline(reading.records, mission_id)
@@ -180,6 +181,7 @@ def timeline(
         "attempt",
         "latency",
         "tokens",
+        "note",
         title=f"mission {mission_id}: {len(steps)} events",
     )
     for step in steps:
@@ -190,7 +192,7 @@ def timeline(
             step.phase,
             *(
                 ("" if value is None else str(value))
-                for value in (step.agent, step.task, step.attempt, step.latency_ms, step.tokens)
+                for value in (step.agent, step.task, step.attempt, step.latency_ms, step.tokens, step.note)
             ),
         )
     _show(

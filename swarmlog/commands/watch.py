@@ -131,7 +131,8 @@ def result_document(progress: MissionProgress) -> dict[str, Any]:
 
 
 def render(progress: MissionProgress) -> Group:
-    """The live view: header, a bar of finished replicas, tasks per agent, consensus and tokens; the result at the end."""
+    """The live view: header, a bar of finished replicas, each task's cross-check, tasks per agent, consensus and tokens;
+    the result at the end."""
     finished = sum(progress.done.values()) + sum(progress.failed.values())
     header = Table.grid(padding=(0, 2))
     header.add_row(Text(f"mission {progress.mission_id}", style="bold"), Text(progress.title))
@@ -145,6 +146,8 @@ def render(progress: MissionProgress) -> Group:
             ),
         ),
     )
+    for task_id, check in sorted(progress.checks.items()):
+        header.add_row(f"cross-check {task_id}", check)
     header.add_row("consensus", progress.consensus or (f"{progress.votes} votes" if progress.votes else "-"))
     header.add_row("tokens", str(progress.tokens))
     agents = Table("agent", "done", "failed", title="tasks per agent", title_justify="left")

@@ -60,3 +60,18 @@ def test_a_rejected_mission_is_rejected_not_failed():
     progress = PROGRESS.rebuild("m", swarm.journal)
     assert isinstance(rejected, MissionRejected)
     assert (progress.phase, progress.result, progress.succeeded) == (REJECTED, rejected, False)
+
+
+def test_a_task_s_cross_checks_show_in_its_progress():
+    swarm = Swarm()
+    for agent_id in ("a1", "a2", "a3"):
+        swarm.register(agent_id, "code")
+    swarm.submit("m", [task("gen", "code", replicas=2)])
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.replica), ("x", "y"), strict=True):
+        swarm.complete(assigned, output)
+    progress = PROGRESS.rebuild("m", swarm.journal)
+    assert (progress.checks, progress.planned) == ({"gen": "split 1/2: tie-breaker replica 2"}, 3)
+    [tie_breaker] = swarm.running()
+    swarm.complete(tie_breaker, " X ")
+    progress = PROGRESS.rebuild("m", swarm.journal)
+    assert progress.summary()["checks"] == {"gen": "agreed 2/3 on replica 0"}

@@ -77,3 +77,15 @@ def test_replay_run_verifies_a_history_and_prints_a_component_offline():
     assert json.loads(verified.output)["ok"] is True
     shown = runner.invoke(app, ["replay", "run", path, "--component", "waitgraph", "--json"])
     assert json.loads(shown.output)["state"] == stored("deadlock")["views"]["waitgraph"]["state"]
+
+
+def test_the_cross_check_timeline_shows_the_tie_breaker_and_the_agreement():
+    loaded = history.load(HISTORIES / "cross_check.hist")
+    steps, problems = timeline(loaded.records, "m-check")
+    assert problems == []
+    checks = [(step.task, step.note) for step in steps if step.name == "TaskCrossChecked"]
+    assert checks == [("gen", "split 1/2: tie-breaker replica 2"), ("gen", "agreed 2/3 on replica 0")]
+    tie_breaker = next(
+        step for step in steps if step.name == "TaskAssigned" and step.task == "gen" and step.agent == "a3"
+    )
+    assert steps.index(tie_breaker) > [step.name for step in steps].index("TaskCrossChecked")
