@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from swarmlog.console.view import ConsoleView, Located, MissionRow, TaskRow
+from swarmlog.console.view import ConsoleView, Located, MissionRow
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     DeadLetterRecorded,
@@ -29,7 +29,6 @@ from swarmlog.schemas.records import (
     WaitStarted,
 )
 from swarmlog.streams import budgets, registry, waitgraph
-from swarmlog.streams.persistent import PMap
 
 MAX_ENTRIES = 1000
 """Entries of a replayed state sent to the page at most (the differing first)."""
@@ -165,26 +164,17 @@ def mission(view: ConsoleView, mission_id: str) -> dict[str, Any] | None:
         "summary": _summary(row),
         "lanes": [*lanes, *agents],
         "tasks": tasks,
-        "agreement": agreement(row.tasks),
+        "agreement": agreement(row),
         "ballots": ballots,
         "steps": steps,
     }
 
 
-def agreement(tasks: PMap[tuple[str, int], TaskRow]) -> dict[str, str]:
-    """Whether the replicas of each replicated task agree: `agree` (every replica done, one output), `differ` (done
-    replicas with different outputs), else `pending`."""
-    replicas: dict[str, list[TaskRow]] = {}
-    for (task_id, _), task in sorted(tasks.items()):
-        replicas.setdefault(task_id, []).append(task)
-    verdicts = {}
-    for task_id, rows in replicas.items():
-        if len(rows) < 2:
-            continue
-        outputs = {row.output for row in rows if row.state == "DONE"}
-        done = all(row.state == "DONE" for row in rows)
-        verdicts[task_id] = "differ" if len(outputs) > 1 else "agree" if done else "pending"
-    return verdicts
+def agreement(row: MissionRow) -> dict[str, str]:
+    """Each replicated task's cross-check as the journal tells it (TaskCrossChecked: agreed, tie-breaker, disputed),
+    `pending` until it is compared."""
+    replicated = {task_id for task_id, replica in row.tasks if replica > 0} | set(row.progress.checks)
+    return {task_id: row.progress.checks.get(task_id, "pending") for task_id in sorted(replicated)}
 
 
 def _step(index: int, item: Located) -> dict[str, Any]:
