@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -102,7 +102,7 @@ def demo(
         settings = settings.with_services(bootstrap=services.broker.bootstrap, redis_url=services.redis.url)
         _progress(f"Tansu on {services.broker.bootstrap}, Redis on {services.redis.url}")
         asyncio.run(ensure_topics(settings))
-        with _swarm(settings, work, brain, model) as children:
+        with swarm(settings, work, brain, model) as children:
             try:
                 result = asyncio.run(
                     unless_a_child_dies(_run_mission(settings, timeout_s), [*services.children, *children])
@@ -122,10 +122,13 @@ def demo(
 
 
 @contextlib.contextmanager
-def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Iterator[list[process.Child]]:
-    """The stream processors, the coordinator and the agents as child processes, all stopped together on exit."""
+def swarm(
+    settings: Settings, work: Path, brain: str, model: str | None, agents: Sequence[tuple[str, str]] = AGENTS
+) -> Iterator[list[process.Child]]:
+    """The stream processors, region-0's coordinator and the agents (id, capabilities) as child processes logging
+    into `work`, all stopped together on exit."""
     # The agents share this machine's cores: one llama.cpp thread each per core they get (see llamacpp.THREADS_VARIABLE).
-    threads = os.environ.get(THREADS_VARIABLE) or str(max(1, (os.cpu_count() or 1) // len(AGENTS)))
+    threads = os.environ.get(THREADS_VARIABLE) or str(max(1, (os.cpu_count() or 1) // len(agents)))
     env = os.environ | {
         "SWARMLOG_BROKER": settings.broker,
         "SWARMLOG_BOOTSTRAP": settings.bootstrap or "",
@@ -154,7 +157,7 @@ def _swarm(settings: Settings, work: Path, brain: str, model: str | None) -> Ite
                 str(work / agent_id),
             ],
         )
-        for agent_id, capabilities in AGENTS
+        for agent_id, capabilities in agents
     ]
     children: list[process.Child] = []
     try:
