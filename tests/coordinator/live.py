@@ -47,7 +47,10 @@ Attempt = tuple[str, str, int, int]
 
 @dataclasses.dataclass
 class ScriptedAgent:
-    """Registers, answers each TaskAssigned once per (task, replica, attempt) and votes for the first candidate."""
+    """Registers, answers each TaskAssigned once per (task, replica, attempt) and votes for the first candidate.
+
+    Its answer is `output`'s for the assignment, when given; else replica 0's is "<task> done" and any other replica's
+    "<task> by <agent>", so replicas disagree."""
 
     settings: Settings
     agent_id: str
@@ -55,6 +58,7 @@ class ScriptedAgent:
     region: str
     capabilities: list[str]
     latency_s: float = 0.05
+    output: Callable[[TaskAssigned], str] | None = None
     runs: collections.Counter[Attempt] = dataclasses.field(default_factory=collections.Counter)
     duplicates: int = 0
     undecodable: int = 0
@@ -112,7 +116,10 @@ class ScriptedAgent:
         about = attempt_of(assigned)
         await producer.send(TASK_EVENTS, self._event(TaskStarted, **about), key=assigned.mission_id)
         await asyncio.sleep(self.latency_s)
-        output = f"{assigned.task_id} by {self.agent_id}" if assigned.replica else f"{assigned.task_id} done"
+        if self.output is not None:
+            output = self.output(assigned)
+        else:
+            output = f"{assigned.task_id} by {self.agent_id}" if assigned.replica else f"{assigned.task_id} done"
         await producer.send(
             TASK_EVENTS,
             self._event(
@@ -165,9 +172,16 @@ async def serving(agents: Sequence[ScriptedAgent]) -> AsyncIterator[Sequence[Scr
 
 @contextlib.asynccontextmanager
 async def crew(
-    settings: Settings, region: str, size: int, capability: str, first_slot: int, latency_s: float = 0.05
+    settings: Settings,
+    region: str,
+    size: int,
+    capability: str,
+    first_slot: int,
+    latency_s: float = 0.05,
+    output: Callable[[TaskAssigned], str] | None = None,
 ) -> AsyncIterator[Sequence[ScriptedAgent]]:
-    """Scripted agents of one region with a capability unique to the test, serving while the block runs."""
+    """Scripted agents of one region with a capability unique to the test (answering `output`'s answer when given),
+    serving while the block runs."""
     async with serving(
         [
             ScriptedAgent(
@@ -177,6 +191,7 @@ async def crew(
                 region,
                 [capability, "decision_making"],
                 latency_s,
+                output,
             )
             for index in range(size)
         ]
