@@ -9,6 +9,8 @@ from swarmlog.actors.groundtruth import GroundTruth
 
 MAX_TRUTH = 600
 """Characters of the ground-truth document a prompt carries (the model's context is small)."""
+MAX_EXCERPT = 4000
+"""Characters of an artifact a prompt carries (an input or a candidate too large for an event)."""
 
 
 def task_prompt(
@@ -41,6 +43,13 @@ def task_prompt(
             "content; its answer appears in your notes."
         )
     return "\n".join(sections)
+
+
+def excerpt(reference: str, text: str) -> str:
+    """How a prompt shows the text of an artifact: whole when short, else its head and what it is the head of."""
+    if len(text) <= MAX_EXCERPT:
+        return text
+    return f"{text[:MAX_EXCERPT]}\n[the first {MAX_EXCERPT} of {len(text)} characters of {reference}]"
 
 
 def vote_prompt(candidates: Mapping[str, str]) -> str:

@@ -24,6 +24,7 @@ from swarmlog.actors.prompts import task_prompt, vote_prompt
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     ExperienceRecorded,
+    FailureKind,
     PeerAnswered,
     PeerQuestion,
     TaskCompleted,
@@ -281,9 +282,10 @@ def released(run: Run, reason: str, now_ms: int) -> TaskReleased:
     return _event(run, "released", TaskReleased, now_ms, reason=reason)
 
 
-def model_error(run: Run, detail: str, now_ms: int) -> TaskFailed:
-    """TaskFailed MODEL_ERROR: the brain raised instead of generating."""
-    return _closing(run, Usage(0, 0, now_ms, ""), TaskFailed, failure="MODEL_ERROR", detail=detail, raw_output=None)
+def broke_off(run: Run, failure: FailureKind, detail: str, now_ms: int) -> TaskFailed:
+    """TaskFailed without a model's output: MODEL_ERROR when the brain raised instead of generating, GAVE_UP when an
+    input could not be read."""
+    return _closing(run, Usage(0, 0, now_ms, ""), TaskFailed, failure=failure, detail=detail, raw_output=None)
 
 
 def ballot_schema(ballot: Ballot) -> dict[str, Any]:

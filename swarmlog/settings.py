@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qs, urlsplit
 
 from swarmlog.errors import ConfigError
+from swarmlog.schemas.artifacts import DEFAULT_INLINE_BYTES, EVENT_ROOM_BYTES
 
 BrokerKind = Literal["tansu", "kafka", "docker", "external"]
 ImageSource = Literal["local", "official"]
@@ -67,6 +68,10 @@ class Settings:
     default_partitions: int = 6
     replication_factor: int = 1
     max_message_bytes: int = 1_000_000
+    inline_output_bytes: int = DEFAULT_INLINE_BYTES
+    """The largest text (UTF-8 bytes) an event carries itself; a larger one travels as an artifact's reference."""
+    artifacts_dir: Path | None = None
+    """The artifact store's blob directory, shared by every process of a swarm; None: `artifacts/` in cache_dir."""
     metrics_port: int = 0
     memory_flush_ms: int = 500
     memory_ttl_s: int = 3600
@@ -122,11 +127,17 @@ class Settings:
             "default_partitions",
             "replication_factor",
             "max_message_bytes",
+            "inline_output_bytes",
             "memory_flush_ms",
             "memory_ttl_s",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"SWARMLOG_{name.upper()} must be at least 1, got {getattr(self, name)}")
+        if self.inline_output_bytes + EVENT_ROOM_BYTES > self.max_message_bytes:
+            raise ConfigError(
+                f"SWARMLOG_INLINE_OUTPUT_BYTES={self.inline_output_bytes} leaves less than {EVENT_ROOM_BYTES} bytes of "
+                f"SWARMLOG_MAX_MESSAGE_BYTES={self.max_message_bytes} for the rest of an event; lower it"
+            )
         if not 0 <= self.metrics_port <= 65535:
             raise ConfigError(f"SWARMLOG_METRICS_PORT must be a TCP port (0-65535), got {self.metrics_port}")
 

@@ -39,16 +39,15 @@ CONTEXT_WINDOWS: Mapping[str, ContextWindow | None] = {
 }
 """Each brain's context window where it limits the output; None where nothing here does (a server enforces its own)."""
 BRAINS = tuple(CONTEXT_WINDOWS)
-EVENT_ROOM_BYTES = 64 * 1024
-"""Bytes of an event kept for its fields besides the model's output."""
 DEFAULT_MAX_TOKENS = {"vllm": 2048, "openai": 2048}
 """Tokens a generation may take by default, per brain: the seed's 2,048 where a GPU serves the model; elsewhere
 MAX_ACTION_TOKENS (a 300-character content), which a small model on a CPU core generates in seconds."""
 
 
-def max_tokens_for(brain: str, asked: int | None, max_message_bytes: int) -> int:
+def max_tokens_for(brain: str, asked: int | None) -> int:
     """The tokens a generation of `brain` may take: `asked`, else the brain's default; a ConfigError when an action
-    would not fit (too few tokens, more than the brain's context leaves, or a content larger than an event)."""
+    would not fit (too few tokens, or more than the brain's context leaves). An output larger than an event travels
+    as an artifact's reference."""
     tokens = asked if asked is not None else DEFAULT_MAX_TOKENS.get(brain, MAX_ACTION_TOKENS)
     if tokens <= ACTION_OVERHEAD_TOKENS:
         raise ConfigError(
@@ -59,11 +58,6 @@ def max_tokens_for(brain: str, asked: int | None, max_message_bytes: int) -> int
         raise ConfigError(
             f"--max-tokens {tokens} does not fit the {context.label} brain's {context.tokens}-token context with room "
             f"for the prompt; give at most {context.output_room}"
-        )
-    if 4 * tokens + EVENT_ROOM_BYTES > max_message_bytes:  # a token is at most 4 bytes of UTF-8 content
-        raise ConfigError(
-            f"--max-tokens {tokens} allows outputs larger than an event ({max_message_bytes} bytes, "
-            f"SWARMLOG_MAX_MESSAGE_BYTES); give at most {(max_message_bytes - EVENT_ROOM_BYTES) // 4}"
         )
     return tokens
 

@@ -36,6 +36,7 @@ from swarmlog.actors.domain import (
 )
 from swarmlog.actors.groundtruth import GroundTruth
 from swarmlog.actors.peers import Peer, evolve_peers, resolve, targets
+from swarmlog.actors.prompts import excerpt
 from swarmlog.actors.shell.config import AgentConfig
 from swarmlog.actors.shell.host import AgentHost
 from swarmlog.actors.shell.mailbox import Mailbox, Notice
@@ -46,8 +47,8 @@ from swarmlog.actors.steps import (
     advance,
     ballot_prompt,
     ballot_schema,
+    broke_off,
     experience,
-    model_error,
     question,
     released,
     reply,
@@ -57,11 +58,13 @@ from swarmlog.actors.steps import (
     vote_events,
     wait_ended,
 )
+from swarmlog.artifacts import ArtifactError
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import DecodeError, SwarmlogError
 from swarmlog.kafka.records import DEAD_LETTERED_BY, TOPIC_EVENTS, input_event, send_dead_letter
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import Sensor, sensor_for
+from swarmlog.schemas.artifacts import externalized, parse
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
@@ -149,6 +152,7 @@ class AgentProcess:
         self._codec, self._producer, self._outbox = host.codec, host.producer, host.outbox
         self._trust = host.trust
         self._store, self._memory, self._wait = host.store, host.memory, host.wait
+        self._artifacts = host.artifacts
         return await self._register()
 
     @property
@@ -301,9 +305,16 @@ class AgentProcess:
         The prompt carries the memories nearest to the task, then to the agent's last `recall`; a `remember` step
         also records an ExperienceRecorded with its embedding.
         """
-        run: Run | None = Run(
+        first = Run(
             order, self._config.agent_id, started_ms=now_ms(), peers=self._targets(), max_content=self._max_content
         )
+        try:
+            order = dataclasses.replace(order, inputs=await self._shown(order.inputs))
+        except ArtifactError as exc:  # the task cannot be done here: the coordinator hears why
+            log.warning("task %s of mission %s: an input cannot be read: %s", order.task_id, order.mission_id, exc)
+            await self._write([broke_off(first, "GAVE_UP", f"an input cannot be read: {exc}", now_ms())])
+            return
+        run: Run | None = dataclasses.replace(first, order=order)
         memories = await self._recall(order.prompt)
         while run is not None:
             self._run = run
@@ -318,7 +329,7 @@ class AgentProcess:
                 )
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
-                events: tuple[Event, ...] = (model_error(run, f"{type(exc).__name__}: {exc}", now_ms()),)
+                events: tuple[Event, ...] = (broke_off(run, "MODEL_ERROR", f"{type(exc).__name__}: {exc}", now_ms()),)
                 run = None
             else:
                 events, run = advance(run, generation.text, self._usage(generation))
@@ -391,7 +402,7 @@ class AgentProcess:
             asked, self._config.agent_id, generation.text, self._usage(generation), self._max_content
         )
         await self._write([used])
-        await self._outbox.deliver(answered, asked.reply_slot)
+        await self._outbox.deliver(await self._stored(answered), asked.reply_slot)
         self._sensor.on_produced(INBOX)
 
     async def _recall(self, query: str) -> tuple[str, ...]:
@@ -399,7 +410,14 @@ class AgentProcess:
         return tuple(hit.content for hit in await self._memory.recall(query, RECALLED))
 
     async def _vote(self, ballot: Ballot) -> None:
-        """Have the model choose a candidate, constrained to the ballot's ids; abstain when the model fails."""
+        """Have the model choose a candidate, constrained to the ballot's ids; abstain when the model fails or a
+        candidate's artifact cannot be read."""
+        try:
+            ballot = dataclasses.replace(ballot, candidates=await self._shown(ballot.candidates))
+        except ArtifactError as exc:
+            log.warning("ballot %s: a candidate cannot be read: %s; agent %s abstains", ballot.ballot_id, exc,
+                        self._config.agent_id)  # fmt: skip
+            return
         try:
             generation = await self._brain.generate(
                 ballot_prompt(ballot), ballot_schema(ballot), self._config.max_tokens
@@ -492,8 +510,28 @@ class AgentProcess:
         if self.mailbox.inbox and self._inbox_open():
             self.mailbox.ready.set()
 
+    async def _shown(self, texts: Mapping[str, str]) -> dict[str, str]:
+        """Texts as a prompt shows them: a reference becomes an excerpt of its artifact (ArtifactError when it cannot
+        be read)."""
+        shown = {}
+        for name, text in texts.items():
+            ref = parse(text)
+            data = None if ref is None else await asyncio.to_thread(self._artifacts.get, ref)
+            shown[name] = text if data is None else excerpt(text, data.decode(errors="replace"))
+        return shown
+
+    async def _stored(self, event: E) -> E:
+        """The event with each text too large for it replaced by its artifact's reference, the artifacts stored
+        first."""
+        event, artifacts = externalized(event, self._settings.inline_output_bytes)
+        for data in artifacts.values():
+            await asyncio.to_thread(self._artifacts.put, data)
+        return event
+
     async def _write(self, events: tuple[Event, ...] | list[Event]) -> None:
-        """Write events, then fold them into the state (the checkpoint is saved later, after the effects)."""
+        """Write events (a text too large for one as an artifact's reference), then fold them into the state (the
+        checkpoint is saved later, after the effects)."""
+        events = [await self._stored(event) for event in events]
         written = await self._emit(events)
         state = self._checkpoint.state
         for event in events:

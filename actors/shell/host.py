@@ -37,6 +37,7 @@ from swarmlog.actors.shell.recovery import Recovered, recover
 from swarmlog.actors.shell.resync import read_ground_truth
 from swarmlog.actors.shell.slots import slots_of
 from swarmlog.actors.shell.store import AgentStore, Checkpoint
+from swarmlog.artifacts import open_store
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer
@@ -89,6 +90,7 @@ class AgentHost:
         self.settings, self.name, self.sensor = settings, name, sensor
         self.codec = codec_for(settings.schema_registry_url)
         self.trust = trust_for(settings)
+        self.artifacts = open_store(settings)
         self.wait = BrokerWait(sensor, settings.bootstrap or "", f"take the events of {name}")
         self._actors = {actor.config.agent_id: actor for actor in actors}
         self._askers = [actor for actor in actors if actor.config.ask_peers]  # they follow the registry's peers

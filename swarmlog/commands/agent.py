@@ -173,7 +173,7 @@ class _Shared:
             capabilities=_listed(self.capabilities),
             brain=self.brain,
             model=self.model,
-            max_tokens=max_tokens_for(self.brain, self.max_tokens, settings.max_message_bytes),
+            max_tokens=max_tokens_for(self.brain, self.max_tokens),
             gpu=gpu,
             node=self.node or socket.gethostname(),
             region=self.region,

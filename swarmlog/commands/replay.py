@@ -12,10 +12,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from swarmlog.artifacts import open_store
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError
 from swarmlog.replay import history
+from swarmlog.replay.artifacts import Checked, beside, checked, referenced
 from swarmlog.replay.components import COMPONENTS, Component, canonical, component
 from swarmlog.replay.diff import Comparison, against_live, diff_component
 from swarmlog.replay.fold import Problem, Record, replay
@@ -350,7 +352,8 @@ def export(
     as_json: Json = False,
     bootstrap: Bootstrap = None,
 ) -> None:
-    """Write a history (all topics, a mission, or a time range) to a file that `replay run` replays offline."""
+    """Write a history (all topics, a mission, or a time range) to a file that `replay run` replays offline, and the
+    artifacts its events reference into `<file>.artifacts/` beside it."""
     settings = _settings(bootstrap)
     if not out_file.parent.is_dir():
         raise typer.BadParameter(f"cannot write {out_file}: no folder {out_file.parent}", param_hint="--out")
@@ -360,21 +363,55 @@ def export(
     selection = {"mission": mission, "since_ms": span.from_ms, "until_ms": span.to_ms}
     try:
         count = history.export(out_file, records, settings.region_names, selection)
+        artifacts = checked(referenced(records), open_store(settings), copy_to=beside(out_file))
     except OSError as exc:
         raise typer.BadParameter(f"cannot write {out_file}: {exc.strerror or exc}", param_hint="--out") from None
-    table = Table("file", "records", "notes", title="exported")
-    table.add_row(str(out_file), str(count), "; ".join(reading.notes))
+    table = Table("file", "records", "artifacts", "notes", title="exported")
+    table.add_row(str(out_file), str(count), str(len(artifacts)), "; ".join(reading.notes))
+    unreadable = [artifact for artifact in artifacts if artifact.problem]
     _show(
         {
             "file": str(out_file),
             "records": count,
+            "artifacts": [dataclasses.asdict(artifact) for artifact in artifacts],
             "notes": list(reading.notes),
             "problems": [dataclasses.asdict(p) for p in problems],
         },
         as_json,
         table,
         *([_problems_table(problems)] if problems else []),
+        *([_artifacts_table(unreadable, "artifacts not exported")] if unreadable else []),
     )
+
+
+@app.command()
+@one_line_errors
+def artifacts(
+    file: Annotated[Path, typer.Argument(metavar="FILE", exists=True, dir_okay=False)], as_json: Json = False
+) -> None:
+    """The artifacts a history file's events reference, read back from `<FILE>.artifacts/` (exit 1 if one cannot
+    be): each one's reference, size and file."""
+    try:
+        loaded = history.load(file)
+    except ValueError as exc:
+        raise _usage(exc) from None
+    store = beside(file)
+    found = checked(referenced(loaded.records), store)
+    _show(
+        {"directory": str(store.root), "artifacts": [dataclasses.asdict(artifact) for artifact in found]},
+        as_json,
+        _artifacts_table(found, f"artifacts in {store.root}"),
+    )
+    if any(artifact.problem for artifact in found):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _artifacts_table(found: Sequence[Checked], title: str) -> Table:
+    """Referenced artifacts: reference, size, and readable or why not."""
+    table = Table("reference", "bytes", "state", title=title)
+    for artifact in found:
+        table.add_row(artifact.ref, str(artifact.size), artifact.problem or "readable")
+    return table
 
 
 @app.command()

@@ -1,10 +1,11 @@
-"""How long an agent's output may be: a token budget per brain (--max-tokens), the action content it leaves, and an
-output of that length carried whole by the task's events on a real broker."""
+"""How long an agent's output may be: a token budget per brain (--max-tokens), the action content it leaves, an
+output of that length carried whole by the task's events on a real broker, and an input the agent cannot read."""
 
 from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
@@ -22,6 +23,7 @@ from swarmlog.actors.actions import (
 )
 from swarmlog.actors.brains import LLAMACPP_CONTEXT, PROMPT_ROOM, max_tokens_for
 from swarmlog.errors import ConfigError
+from swarmlog.schemas.artifacts import ArtifactRef
 from swarmlog.schemas.records import AgentRegistered, TaskCompleted, TaskFailed
 
 MB = 1024 * 1024
@@ -46,11 +48,12 @@ def test_the_schema_and_the_parser_hold_contents_to_the_limit_given():
 
 
 def test_each_brain_has_a_default_budget_and_one_given_is_kept():
-    assert max_tokens_for("vllm", None, MB) == 2048
-    assert max_tokens_for("openai", None, MB) == 2048
-    assert max_tokens_for("llamacpp", None, MB) == MAX_ACTION_TOKENS
-    assert max_tokens_for("scripted", None, MB) == MAX_ACTION_TOKENS
-    assert max_tokens_for("scripted", 4096, MB) == 4096
+    assert max_tokens_for("vllm", None) == 2048
+    assert max_tokens_for("openai", None) == 2048
+    assert max_tokens_for("llamacpp", None) == MAX_ACTION_TOKENS
+    assert max_tokens_for("scripted", None) == MAX_ACTION_TOKENS
+    assert max_tokens_for("scripted", 4096) == 4096
+    assert max_tokens_for("vllm", MB) == MB  # an output larger than an event travels as an artifact
 
 
 @pytest.mark.parametrize(
@@ -58,12 +61,11 @@ def test_each_brain_has_a_default_budget_and_one_given_is_kept():
     [
         ("scripted", ACTION_OVERHEAD_TOKENS, "no room for an action's content"),
         ("llamacpp", LLAMACPP_CONTEXT - PROMPT_ROOM + 1, f"at most {LLAMACPP_CONTEXT - PROMPT_ROOM}"),
-        ("vllm", MB // 4, "larger than an event"),
     ],
 )
 def test_a_budget_an_action_cannot_fit_is_a_configuration_error(brain, tokens, says):
     with pytest.raises(ConfigError, match=says):
-        max_tokens_for(brain, tokens, MB)
+        max_tokens_for(brain, tokens)
 
 
 @pytest.fixture
@@ -93,3 +95,19 @@ async def test_a_long_output_travels_whole_when_the_budget_allows_it(
     else:  # the default budget: the same output is longer than the content an action may have
         assert isinstance(outcome, TaskFailed) and outcome.failure == "MALFORMED_OUTPUT"
         assert f"at most {MAX_CONTENT} characters" in (outcome.detail or "")
+
+
+async def test_an_input_whose_artifact_cannot_be_read_fails_the_task_saying_so(settings, agent_id, spawn):
+    missing = ArtifactRef.of(b"never stored anywhere " + agent_id.encode())
+    slot = slot_of(settings, agent_id)
+    async with Log(settings, topics.TASK_EVENTS, topics.REGISTRY) as log:
+        process = spawn("--brain", "scripted")
+        await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
+        task = msgspec.structs.replace(
+            task_assigned(agent_id, slot, "Review it.", max_steps=1), inputs={"write": str(missing)}
+        )
+        await send_inbox(settings, slot, task)
+        await log.wait_for(lambda: log.named(TaskFailed, mission_id=task.mission_id), timeout_s=60)
+        assert stop_agent(process) == 0  # the agent goes on: no crash
+    (failed,) = log.named(TaskFailed, mission_id=task.mission_id)
+    assert failed.failure == "GAVE_UP" and f"artifact {missing} is not in" in failed.detail

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from coordinator.harness import task
@@ -83,14 +83,16 @@ async def crew(
     brain_ms: int = 600,
     streams_metrics_port: int = 0,
     env_of: Callable[[str], Mapping[str, str]] = lambda _: {},
+    script: Sequence[str] = (),
 ) -> AsyncIterator[Crew]:
     """The streams worker (default liveness timeout), `swarmlog coordinator` and `agents` scripted agents, all
     enlisted; on exit every process is asked to stop (SIGTERM) and waited for, so the coordinator saves its snapshot.
-    `env_of(name)` is added to the environment of "coordinator", "streams" and each agent (by its id)."""
+    `env_of(name)` is added to the environment of "coordinator", "streams" and each agent (by its id); `script`, when
+    given, is what the agents' brain replies in turn."""
     await ensure_topics(settings)
     capability = f"faults-{uuid.uuid4().hex[:8]}"
     brain = tmp_path / "brain.json"
-    brain.write_text(json.dumps({"median_ms": brain_ms, "sigma": 0.2}))
+    brain.write_text(json.dumps({"median_ms": brain_ms, "sigma": 0.2} | ({"script": list(script)} if script else {})))
     env = {
         **os.environ,
         "SWARMLOG_BROKER": settings.broker,

@@ -1,0 +1,84 @@
+"""Artifacts by reference: the reference's wire form, the inline-or-reference rule, and the blob directory store."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from swarmlog.artifacts import ArtifactCorrupt, ArtifactMissing, BlobDirectory, open_store, resolved
+from swarmlog.errors import ConfigError
+from swarmlog.schemas.artifacts import ArtifactRef, externalized, inlined, parse, references
+from swarmlog.schemas.records import Candidate, TaskCompleted, VoteRequested
+from swarmlog.settings import Settings
+
+LIMIT = 1000
+
+
+def completed(output: str) -> TaskCompleted:
+    return TaskCompleted(
+        event_id="e1", occurred_at=1, producer="agent:a", mission_id="m", task_id="t", replica=0, attempt=1,
+        agent_id="a", output=output, steps=1, latency_ms=5,
+    )  # fmt: skip
+
+
+def test_a_reference_reads_back_as_written_and_nothing_else_is_one():
+    ref = ArtifactRef.of(b"hello")
+    assert str(ref) == f"artifact:sha256:{hashlib.sha256(b'hello').hexdigest()}:5"
+    assert parse(str(ref)) == ref
+    assert parse("hello") is None
+    assert parse(str(ref) + " ") is None
+    assert parse(str(ref).upper()) is None
+
+
+def test_a_text_up_to_the_limit_stays_in_the_event_and_a_larger_one_becomes_a_reference():
+    small = completed("x" * LIMIT)
+    assert externalized(small, LIMIT) == (small, {})
+    assert not inlined("é" * (LIMIT // 2 + 1), LIMIT)  # bytes count, not characters
+    big = "y" * (LIMIT + 1)
+    event, artifacts = externalized(completed(big), LIMIT)
+    (ref,) = artifacts
+    assert event.output == str(ref) and artifacts[ref] == big.encode() and event.task_id == "t"
+
+
+def test_references_are_found_anywhere_in_an_event():
+    ref = ArtifactRef.of(b"big")
+    candidates = [Candidate("c0", "a", "small"), Candidate("c1", "b", str(ref))]
+    ballot = VoteRequested(
+        event_id="e", occurred_at=1, producer="c", mission_id="m", ballot_id="b", voter_agent_id="a", slot=1,
+        candidates=candidates, deadline_at=2,
+    )  # fmt: skip
+    assert list(references(ballot)) == [ref]
+    assert list(references(completed("plain"))) == []
+
+
+def test_the_store_reads_back_what_it_stored_and_stores_the_same_bytes_once(tmp_path):
+    store = BlobDirectory(tmp_path / "blobs")
+    data = b"\x00\x01" * 3_000_000
+    ref = store.put(data)
+    assert ref == ArtifactRef.of(data) and store.get(ref) == data
+    written = store.path(ref).stat().st_mtime_ns
+    assert store.put(data) == ref and store.path(ref).stat().st_mtime_ns == written
+    assert [path.name for path in store.path(ref).parent.iterdir()] == [ref.sha256]  # no temporary file left
+    assert resolved(str(ref), store) == data.decode() and resolved("inline", store) == "inline"
+
+
+def test_a_missing_or_corrupt_artifact_is_a_typed_error(tmp_path):
+    store = BlobDirectory(tmp_path)
+    ref = store.put(b"the artifact")
+    with pytest.raises(ArtifactMissing, match="is not in"):
+        store.get(ArtifactRef.of(b"never stored"))
+    store.path(ref).write_bytes(b"the artifacT")
+    with pytest.raises(ArtifactCorrupt, match="corrupt"):
+        store.get(ref)
+    store.path(ref).write_bytes(b"short")
+    with pytest.raises(ArtifactCorrupt):
+        resolved(str(ref), store)
+
+
+def test_the_store_and_the_inline_limit_come_from_the_settings(tmp_path):
+    assert open_store(Settings(cache_dir=tmp_path)).root == tmp_path / "artifacts"
+    assert open_store(Settings(artifacts_dir=tmp_path / "shared")).root == tmp_path / "shared"
+    assert Settings.from_env({"SWARMLOG_INLINE_OUTPUT_BYTES": "1000"}).inline_output_bytes == 1000
+    with pytest.raises(ConfigError, match="SWARMLOG_INLINE_OUTPUT_BYTES"):
+        Settings(inline_output_bytes=990_000)
