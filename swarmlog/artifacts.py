@@ -41,6 +41,9 @@ class ArtifactStore(Protocol):
     def get(self, ref: ArtifactRef) -> bytes:
         """The bytes of `ref`; ArtifactMissing or ArtifactCorrupt when they cannot be read as stored."""
 
+    def location(self, ref: ArtifactRef) -> str:
+        """Where a user finds the artifact: a path, or a URL."""
+
 
 class BlobDirectory:
     """Artifacts as files named by their hash (`<root>/<first 2 hex digits>/<hex>`), written atomically."""
@@ -66,6 +69,10 @@ class BlobDirectory:
         os.replace(temporary.name, target)  # readers see the whole file or none
         return ref
 
+    def location(self, ref: ArtifactRef) -> str:
+        """The artifact's file."""
+        return str(self.path(ref))
+
     def get(self, ref: ArtifactRef) -> bytes:
         """The file's bytes, checked against the reference."""
         try:
@@ -82,6 +89,18 @@ class BlobDirectory:
 def open_store(settings: Settings) -> BlobDirectory:
     """The store the settings name: SWARMLOG_ARTIFACTS_DIR, else `artifacts/` in the cache folder."""
     return BlobDirectory(settings.artifacts_dir or settings.cache_dir / "artifacts")
+
+
+def shown(text: str, store: ArtifactStore) -> str:
+    """An output as a user is shown it: its text, or a reference with where its artifact is, or why it cannot be read."""
+    ref = parse(text)
+    if ref is None:
+        return text
+    try:
+        store.get(ref)
+    except ArtifactError as exc:
+        return f"{text} (unreadable: {exc})"
+    return f"{text} ({ref.size} bytes at {store.location(ref)})"
 
 
 def resolved(text: str, store: ArtifactStore) -> str:

@@ -1,12 +1,17 @@
-"""Artifacts by reference: the reference's wire form, the inline-or-reference rule, and the blob directory store."""
+"""Artifacts by reference: the reference's wire form, the inline-or-reference rule, the blob directory store, and how
+users are shown them (watch, demo, the console)."""
 
 from __future__ import annotations
 
 import hashlib
 
+import httpx
 import pytest
 
-from swarmlog.artifacts import ArtifactCorrupt, ArtifactMissing, BlobDirectory, open_store, resolved
+from swarmlog.artifacts import ArtifactCorrupt, ArtifactMissing, BlobDirectory, open_store, resolved, shown
+from swarmlog.console.access import ConsoleSettings
+from swarmlog.console.app import application
+from swarmlog.console.feed import Feed
 from swarmlog.errors import ConfigError
 from swarmlog.schemas.artifacts import ArtifactRef, externalized, inlined, parse, references
 from swarmlog.schemas.records import Candidate, TaskCompleted, VoteRequested
@@ -82,3 +87,26 @@ def test_the_store_and_the_inline_limit_come_from_the_settings(tmp_path):
     assert Settings.from_env({"SWARMLOG_INLINE_OUTPUT_BYTES": "1000"}).inline_output_bytes == 1000
     with pytest.raises(ConfigError, match="SWARMLOG_INLINE_OUTPUT_BYTES"):
         Settings(inline_output_bytes=990_000)
+
+
+def test_a_user_is_shown_where_an_output_artifact_is_or_why_it_cannot_be_read(tmp_path):
+    store = BlobDirectory(tmp_path)
+    ref = store.put(b"x" * 100)
+    assert shown("inline", store) == "inline"
+    assert shown(str(ref), store) == f"{ref} (100 bytes at {store.path(ref)})"
+    store.path(ref).write_bytes(b"y")
+    assert shown(str(ref), store).startswith(f"{ref} (unreadable: artifact {ref} is corrupt")
+
+
+async def test_the_console_serves_an_artifact_and_says_why_it_cannot(tmp_path):
+    store = BlobDirectory(tmp_path)
+    ref = store.put(b"the generated file")
+    app = application(Feed(Settings(artifacts_dir=tmp_path)), ConsoleSettings("127.0.0.1", 8765, None))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        assert (await client.get(f"/api/artifacts/{ref}")).content == b"the generated file"
+        assert (await client.get(f"/api/artifacts/{ArtifactRef.of(b'other')}")).status_code == 404
+        assert (await client.get("/api/artifacts/not-a-reference")).status_code == 400
+        store.path(ref).write_bytes(b"the generated filE")
+        answer = await client.get(f"/api/artifacts/{ref}")
+        assert answer.status_code == 500 and "corrupt" in answer.json()["error"]

@@ -18,6 +18,7 @@ import typer
 
 from swarmlog.actors.brains import BRAINS
 from swarmlog.actors.brains.llamacpp import THREADS_VARIABLE
+from swarmlog.artifacts import ArtifactStore, open_store, shown
 from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
 from swarmlog.coordinator.progress import Terminal
@@ -114,7 +115,7 @@ def demo(
     if as_json:
         print_json(outcome(result) | {"mission": result.name})
     else:
-        _print_result(result)
+        _print_result(result, open_store(settings))
     if not (isinstance(result, MissionCompleted) and result.success):
         _progress(f"the mission did not succeed; the processes' logs are kept in {work}")
         raise typer.Exit(EXIT_FAILED)
@@ -228,11 +229,11 @@ def _progress(line: str) -> None:
     err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _print_result(result: Terminal) -> None:
-    """The mission's outcome, readably."""
+def _print_result(result: Terminal, store: ArtifactStore) -> None:
+    """The mission's outcome, readably (an output that is an artifact's reference with where the artifact is)."""
     for name, value in outcome(result).items():
         if name == "outputs":
             for index, output in enumerate(value):
-                out.print(f"output {index}: {output}", highlight=False, markup=False, soft_wrap=True)
+                out.print(f"output {index}: {shown(output, store)}", highlight=False, markup=False, soft_wrap=True)
         elif value is not None:
             out.print(f"{name}: {value}", highlight=False, markup=False)

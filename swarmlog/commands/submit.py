@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from swarmlog.artifacts import open_store
 from swarmlog.client import MissionClient, MissionInvalid, load_mission
 from swarmlog.commands.common import EXIT_USAGE, err, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, JsonOption, connected
@@ -33,7 +34,8 @@ def submit(
     except MissionInvalid as exc:
         err.print(f"[red]error:[/red] {file}: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
-    client = MissionClient(connected(bootstrap), client_name="cli")
+    settings = connected(bootstrap)
+    client = MissionClient(settings, client_name="cli")
     mission = dict(mission) | {"mission_id": event.mission_id}
     mission_id, mission_region, served = asyncio.run(_submit(client, mission))
     if mission_region not in (*served, TOP):  # the top level does not announce: it places on served regions itself
@@ -49,7 +51,7 @@ def submit(
     elif not as_json:
         out.print(mission_id, highlight=False)
     if wait:
-        watch_mission(client, mission_id, mission_region, timeout_s, as_json)
+        watch_mission(client, open_store(settings), mission_id, mission_region, timeout_s, as_json)
 
 
 async def _submit(client: MissionClient, mission: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:

@@ -14,6 +14,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from swarmlog.artifacts import ArtifactStore, open_store, shown
 from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, connected
@@ -35,12 +36,17 @@ def watch(
     ] = False,
 ) -> None:
     """Follow a mission's journal live until it ends; exit 0 only when it completed successfully."""
-    client = MissionClient(connected(bootstrap), client_name="cli")
-    watch_mission(client, mission_id, region, timeout_s, as_json)
+    settings = connected(bootstrap)
+    watch_mission(
+        MissionClient(settings, client_name="cli"), open_store(settings), mission_id, region, timeout_s, as_json
+    )
 
 
-def watch_mission(client: MissionClient, mission_id: str, region: str | None, timeout_s: float, as_json: bool) -> None:
-    """Show the mission's progress until it ends, print its result, exit 1 unless it succeeded."""
+def watch_mission(
+    client: MissionClient, store: ArtifactStore, mission_id: str, region: str | None, timeout_s: float, as_json: bool
+) -> None:
+    """Show the mission's progress until it ends, print its result (an output that is an artifact's reference with
+    where the artifact is), exit 1 unless it succeeded."""
     if as_json:
         progress = asyncio.run(
             follow(
@@ -65,7 +71,7 @@ def watch_mission(client: MissionClient, mission_id: str, region: str | None, ti
                     lambda note: live.console.print(note["message"], highlight=False),
                 )
             )
-        out.print(render(progress))
+        out.print(render(progress, store))
     if not progress.succeeded:
         raise typer.Exit(EXIT_FAILED)
 
@@ -130,9 +136,9 @@ def result_document(progress: MissionProgress) -> dict[str, Any]:
     } | outcome(result)
 
 
-def render(progress: MissionProgress) -> Group:
+def render(progress: MissionProgress, store: ArtifactStore | None = None) -> Group:
     """The live view: header, a bar of finished replicas, each task's cross-check, tasks per agent, consensus and tokens;
-    the result at the end."""
+    the result at the end, its outputs' artifacts looked up in `store` when given."""
     finished = sum(progress.done.values()) + sum(progress.failed.values())
     header = Table.grid(padding=(0, 2))
     header.add_row(Text(f"mission {progress.mission_id}", style="bold"), Text(progress.title))
@@ -157,7 +163,10 @@ def render(progress: MissionProgress) -> Group:
     if progress.result is not None:
         said = outcome(progress.result)
         lines = [f"{name}: {value}" for name, value in said.items() if name != "outputs"]
-        lines += [f"output {index}: {output}" for index, output in enumerate(said.get("outputs", []))]
+        lines += [
+            f"output {index}: {output if store is None else shown(output, store)}"
+            for index, output in enumerate(said.get("outputs", []))
+        ]
         parts.append(
             Panel(
                 Text("\n".join(lines)),

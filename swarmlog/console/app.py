@@ -17,11 +17,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from swarmlog.artifacts import ArtifactError, ArtifactMissing, open_store
 from swarmlog.console import pages
 from swarmlog.console.access import ConsoleSettings, Gate
 from swarmlog.console.feed import Feed
 from swarmlog.console.replaying import Replays
 from swarmlog.errors import ConfigError, SwarmlogError
+from swarmlog.schemas.artifacts import parse
 
 STATIC = Path(__file__).with_name("static")
 Section = Callable[[str, "str | None"], Any]
@@ -80,6 +82,20 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
             return _json({"error": str(exc)}, 503)
         return _json(found)
 
+    artifacts = open_store(feed.settings)
+
+    async def artifact(request: Request) -> Response:
+        ref = parse(request.path_params["ref"])
+        if ref is None:
+            return _json({"error": "not an artifact reference: artifact:sha256:<64 hex digits>:<size>"}, 400)
+        try:
+            data = await asyncio.to_thread(artifacts.get, ref)
+        except ArtifactMissing as exc:
+            return _json({"error": str(exc)}, 404)
+        except ArtifactError as exc:
+            return _json({"error": str(exc)}, 500)
+        return Response(data, media_type="text/plain; charset=utf-8")
+
     async def stream(request: Request) -> Response:
         mission_id = request.query_params.get("mission") or None
         return StreamingResponse(
@@ -92,6 +108,7 @@ def application(feed: Feed, access: ConsoleSettings) -> ASGIApp:
         Route("/", index),
         Route("/api/stream", stream),
         Route("/api/replay", replay),
+        Route("/api/artifacts/{ref:str}", artifact),
         Route("/api/missions/{mission_id:str}", mission_document),
         Route("/api/{section:str}", document),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -46,6 +46,13 @@ function cut(text, length) {
   return text.length > length ? `${text.slice(0, length)}…` : text;
 }
 
+const ARTIFACT = /^artifact:sha256:[0-9a-f]{64}:[0-9]+$/;
+
+function output(text, length) {
+  // An artifact's reference links to its bytes; any other output is shown, cut to `length`.
+  return ARTIFACT.test(text) ? el("a", { href: `/api/artifacts/${text}`, class: "artifact" }, text) : cut(text, length);
+}
+
 function place(topic, partition, offset) {
   return `${topic}[${partition}]@${offset}`;
 }
@@ -223,12 +230,12 @@ function drawMission() {
     el("span", { id: "mission-phase", class: `phase phase-${s.phase}` }, s.phase), ` · ${s.title} · ${s.region || ""}`,
     ` · tasks: ${counts(s.tasks)} · votes ${s.votes}`, s.consensus ? ` · consensus ${s.consensus}` : "",
     ` · tokens ${s.tokens}`, s.latency_ms === null ? "" : ` · ${s.latency_ms} ms`),
-  s.outputs.length ? el("p", null, "outputs: ", s.outputs.map((o) => el("code", { class: "output" }, o, " "))) : null);
+  s.outputs.length ? el("p", null, "outputs: ", s.outputs.map((o) => el("code", { class: "output" }, output(o, Infinity), " "))) : null);
   document.getElementById("mission-tasks").replaceChildren(table(
     ["task", "replica", "state", "attempt", "agent", "output", "replicas"],
     mission.tasks.map((t) => el("tr", { "data-task": `${t.task_id}/${t.replica}` }, el("td", null, t.task_id),
       el("td", null, t.replica), el("td", { class: "state" }, t.state), el("td", null, t.attempt),
-      el("td", null, t.agent || ""), el("td", { class: "output" }, cut(t.output || "", 160)),
+      el("td", null, t.agent || ""), el("td", { class: "output" }, output(t.output || "", 160)),
       el("td", { class: "agreement" }, mission.agreement[t.task_id] || "")))),
   mission.ballots.length ? table(["ballot", "votes by candidate", "chosen"], mission.ballots.map((b) =>
     el("tr", { "data-ballot": b.ballot_id }, el("td", null, b.ballot_id), el("td", null, counts(b.votes)),
