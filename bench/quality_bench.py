@@ -25,11 +25,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from quality.check import Problem, Verdict, load, verdict, wilson  # bench/: the script's own directory
@@ -59,6 +60,7 @@ from swarmlog.settings import Settings
 CAPABILITY = "answering"
 REGION = "region-0"
 WINDOW_MS = 600_000
+PROGRESS_S = 60
 DEFAULT_MODEL = "smollm2-135m (default)"
 ENDED = (MissionCompleted, MissionFailed, MissionRejected)
 
@@ -140,8 +142,16 @@ def outcome(problem: Problem, submitted: MissionSubmitted, journal: Collector, u
     )
 
 
-async def run_set(settings: Settings, model: str, problems: Sequence[Problem], replicas: int, timeout_s: float) -> Row:
-    """Submit every problem's mission at once and wait until each has ended; the row they make."""
+async def run_set(
+    settings: Settings,
+    model: str,
+    problems: Sequence[Problem],
+    replicas: int,
+    timeout_s: float,
+    say: Callable[[str], None],
+) -> Row:
+    """Submit every problem's mission at once and wait until each has ended, saying every minute how many have; the
+    row they make."""
     client = MissionClient(settings, client_name="quality-bench")
     async with (
         Collector(settings, topics.JOURNAL, start="end") as journal,
@@ -151,7 +161,17 @@ async def run_set(settings: Settings, model: str, problems: Sequence[Problem], r
         started = time.monotonic()
         submitted = [await submit_now(client, producer, mission(problem, replicas)) for problem in problems]
         ids = {event.mission_id for event in submitted}
-        await journal.wait_for(lambda: ids <= {e.mission_id for e in journal.named(*ENDED)}, timeout_s)
+
+        def ended() -> set[str]:
+            return ids & {e.mission_id for e in journal.named(*ENDED)}
+
+        deadline = started + timeout_s
+        while len(ended()) < len(ids):
+            with contextlib.suppress(TimeoutError):
+                await journal.wait_for(lambda: len(ended()) == len(ids), min(PROGRESS_S, deadline - time.monotonic()))
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{len(ended())} of {len(ids)} missions ended within {timeout_s:.0f} s")
+            say(f"[{model}] replicas {replicas}: {len(ended())}/{len(ids)} missions ended")
         wall_s = time.monotonic() - started
         await asyncio.sleep(1)  # the last TokensUsed, written with the last results, reach the usage collector
         return Row(
@@ -176,7 +196,8 @@ async def run_model(
             console.print(f"[{name}] {args.agents} agents on {services.broker.bootstrap}; logs in {work}")
             for replicas in args.replicas:
                 row = await unless_a_child_dies(
-                    run_set(settings, name, problems, replicas, args.timeout_s), [*services.children, *children]
+                    run_set(settings, name, problems, replicas, args.timeout_s, console.print),
+                    [*services.children, *children],
                 )
                 console.print(
                     f"[{name}] replicas {replicas}: {row.failures}/{len(row.outcomes)} failed, {row.wall_s:.0f} s"
