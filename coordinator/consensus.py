@@ -21,13 +21,17 @@ def _outputs(mission: MissionState, specs: list[TaskSpec]) -> list[tuple[str, in
     return found
 
 
-def candidates(mission: MissionState) -> tuple[Candidate, ...]:
-    """The distinct outputs the leaf tasks give (see `_given`), each named after the first replica that gave it."""
+def leaves(mission: MissionState) -> list[TaskSpec]:
+    """The mission's WORK specs no other task depends on, in plan order."""
     work = _work(mission)
     depended_on = {dep for spec in work for dep in spec.depends_on}
-    leaves = [spec for spec in work if spec.task_id not in depended_on]
+    return [spec for spec in work if spec.task_id not in depended_on]
+
+
+def candidates(mission: MissionState) -> tuple[Candidate, ...]:
+    """The distinct outputs the leaf tasks give (see `_given`), each named after the first replica that gave it."""
     chosen: dict[str, Candidate] = {}
-    for task_id, index, agent_id, output in _given(mission, leaves):
+    for task_id, index, agent_id, output in _given(mission, leaves(mission)):
         chosen.setdefault(output, Candidate(f"{task_id}/{index}", agent_id, output))
     return tuple(chosen.values())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from swarmlog.coordinator import routing
+from swarmlog.coordinator.consensus import leaves
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import DONE, RUNNING, EnlistedAgent, MissionState, ReplicaKey, TaskSpec
 from swarmlog.schemas.records import TaskAssigned, TaskQueued, TaskReassigned
@@ -95,10 +96,25 @@ def capable_elsewhere(spec: TaskSpec, agents: Iterable[EnlistedAgent], excluded:
 
 
 def _inputs(mission: MissionState, spec: TaskSpec) -> dict[str, str]:
-    """The outputs a task receives: its dependencies' (see `output`), or the consensus for FINAL."""
+    """The outputs a task receives: its dependencies' (see `output`), or the consensus for FINAL; where the mission
+    passes replicas, each succeeded replica's of a replicated dependency (of every leaf task, for FINAL) too, as
+    `<task>/<replica>`."""
     if spec.kind == "FINAL":
-        return {"consensus": mission.decision or ""}
-    return {dep: output(mission, dep) or "" for dep in spec.depends_on}
+        given, sources = {"consensus": mission.decision or ""}, [leaf.task_id for leaf in leaves(mission)]
+    else:
+        given, sources = {dep: output(mission, dep) or "" for dep in spec.depends_on}, list(spec.depends_on)
+    if mission.pass_replicas:
+        given |= {key: value for task_id in sources for key, value in _replica_outputs(mission, task_id).items()}
+    return given
+
+
+def _replica_outputs(mission: MissionState, task_id: str) -> dict[str, str]:
+    """Each succeeded replica's output of a replicated task, by `<task>/<replica>` (none for a single replica)."""
+    spec = mission.tasks[task_id]
+    if spec.replicas < 2:
+        return {}
+    found = ((index, mission.replica(task_id, index)) for index in range(spec.replicas))
+    return {f"{task_id}/{index}": replica.output or "" for index, replica in found if replica.status == DONE}
 
 
 def output(mission: MissionState, task_id: str) -> str | None:

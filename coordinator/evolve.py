@@ -245,6 +245,7 @@ def _accepted(state: State, event: MissionAccepted) -> State:
         token_budget=event.token_budget,
         consensus=ConsensusSpec(consensus.strategy, consensus.window_ms, consensus.quorum),
         tasks=plan.mission_tasks(event),
+        pass_replicas=event.pass_replicas,
     )
     return _put(state, _indexed(mission, mission.tasks))
 

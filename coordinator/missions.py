@@ -60,6 +60,7 @@ def on_submitted(draft: Draft, event: MissionSubmitted) -> None:
         final_action=event.final_action,
         deadline_at=None if deadline is None else submitted_at + deadline,
         token_budget=event.token_budget,
+        pass_replicas=event.pass_replicas,
     )
     draft.emit(
         PhaseStarted, mission_id, mission_id=mission_id, phase="PLANNING" if event.planning is not None else "WORK"

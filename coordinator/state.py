@@ -179,6 +179,8 @@ class MissionState:
     token_budget: int | None
     consensus: ConsensusSpec
     tasks: Mapping[str, TaskSpec]
+    pass_replicas: bool = False
+    """Whether inputs carry every replica's output of a replicated task too (see `dispatch.inputs`)."""
     phase: str = ACCEPTED
     replicas: Mapping[tuple[str, int], Replica] = dataclasses.field(default_factory=dict)
     ballot: BallotTally | None = None

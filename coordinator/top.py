@@ -333,6 +333,8 @@ def _invalid(event: MissionSubmitted) -> str | None:
     """Why the top level cannot split a mission, or None."""
     if event.planning is not None or not event.tasks:
         return "the top level splits a mission's explicit tasks; submit a mission with a planning step to one region"
+    if event.pass_replicas:
+        return "the top level does not pass replicas' outputs across its shares; submit it to one region"
     spec = event.consensus
     if not 0 < spec.quorum <= 1 or spec.window_ms < 0:
         return f"consensus needs 0 < quorum <= 1 and window_ms >= 0; got {spec}"

@@ -3596,7 +3596,9 @@ def _s21_record1(bytes b, Py_ssize_t p):
         v14 = n
     else:
         raise ValueError(f'union index byte {n}')
-    return _records.MissionAccepted(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
+    v15 = _boolean(b[p])
+    p += 1
+    return _records.MissionAccepted(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14, v15), p
 
 
 def _s22_record1(bytes b, Py_ssize_t p):
@@ -5155,7 +5157,9 @@ def _s27_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v14 = b[p:e].decode('utf-8')
     p = e
-    return _records.MissionSubmitted(v0, v1, v4, v5, v6, v2, v3, v7, v8, v9, v10, v11, v12, v13, v14), p
+    v15 = _boolean(b[p])
+    p += 1
+    return _records.MissionSubmitted(v0, v1, v4, v5, v6, v2, v3, v7, v8, v9, v10, v11, v12, v13, v14, v15), p
 
 
 def _s28_record1(bytes b, Py_ssize_t p):
@@ -9726,13 +9730,13 @@ READERS = {
     '1f2924a1fb8fbca0': _s18_record1,  # FinalSharePlaced v1
     '6d8cb406b76aacfe': _s19_record1,  # GroundTruthUpdated v1
     '3ff73efd2b119764': _s20_record1,  # JournalRecordsSkipped v1
-    '222c80c25527f4c4': _s21_record1,  # MissionAccepted v1
+    '7bdffaa155ca8a9c': _s21_record1,  # MissionAccepted v2
     '08a112dec197e40b': _s22_record1,  # MissionCompleted v1
     '1c588229657689b0': _s23_record1,  # MissionFailed v1
     'd649fedb5b1aba1e': _s24_record1,  # MissionRejected v1
     '645a56ed0f633944': _s25_record1,  # MissionRetired v1
     '09cc297e832ae0b5': _s26_record1,  # MissionSplit v1
-    'd091a1efb68bdc71': _s27_record1,  # MissionSubmitted v1
+    '2404750e52e0805b': _s27_record1,  # MissionSubmitted v2
     'b1c4decffcb93029': _s28_record1,  # PeerAnswered v1
     '8a9fdeb7e367cb72': _s29_record1,  # PeerQuestion v1
     'ef58c438337eea71': _s30_record1,  # PhaseStarted v1

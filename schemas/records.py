@@ -548,6 +548,8 @@ class MissionAccepted(Event, frozen=True, gc=False):
     final_action: FinalActionSpec | None = None
     deadline_at: int | None = None
     token_budget: int | None = None
+    pass_replicas: bool = False
+    "As the submission asked: inputs carry every replica's output too, as '<task>/<replica>'."
 
 
 class MissionCompleted(Event, frozen=True, gc=False):
@@ -709,6 +711,8 @@ class MissionSubmitted(Event, frozen=True, gc=False):
     token_budget: int | None = None
     "Fail the mission once its tasks used more tokens than this."
     submitted_by: str = 'anonymous'
+    pass_replicas: bool = False
+    "Tasks that depend on a replicated task receive each of its succeeded replicas' outputs too, as '<task>/<replica>', besides the one it gives; the final action each leaf task's."
 
 
 class PeerAnswered(Event, frozen=True, gc=False):
@@ -1478,13 +1482,13 @@ FINGERPRINTS: dict[str, str] = {
     'FinalSharePlaced': '1f2924a1fb8fbca0',
     'GroundTruthUpdated': '6d8cb406b76aacfe',
     'JournalRecordsSkipped': '3ff73efd2b119764',
-    'MissionAccepted': '222c80c25527f4c4',
+    'MissionAccepted': '7bdffaa155ca8a9c',
     'MissionCompleted': '08a112dec197e40b',
     'MissionFailed': '1c588229657689b0',
     'MissionRejected': 'd649fedb5b1aba1e',
     'MissionRetired': '645a56ed0f633944',
     'MissionSplit': '09cc297e832ae0b5',
-    'MissionSubmitted': 'd091a1efb68bdc71',
+    'MissionSubmitted': '2404750e52e0805b',
     'PeerAnswered': 'b1c4decffcb93029',
     'PeerQuestion': '8a9fdeb7e367cb72',
     'PhaseStarted': 'ef58c438337eea71',

@@ -62,6 +62,7 @@ MISSION_FIELDS = (
     "deadline_ms",
     "token_budget",
     "submitted_by",
+    "pass_replicas",
 )
 TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps")
 
@@ -194,6 +195,9 @@ class Mission:
     deadline_s: float | None = None
     region: str | None = None
     mission_id: str | None = None
+    pass_replicas: bool = False
+    """Tasks after a replicated task get each of its replicas' outputs too (`<task>/<replica>`), not only the one
+    its cross-check chose."""
 
     def with_task(self, task: Task) -> Mission:
         """A copy with one more task."""
@@ -213,6 +217,7 @@ class Mission:
             "deadline_ms": None if self.deadline_s is None else round(self.deadline_s * 1000),
             "region": self.region,
             "mission_id": self.mission_id,
+            "pass_replicas": self.pass_replicas or None,
         }
         return mission | {name: value for name, value in optional.items() if value is not None}
 

@@ -199,6 +199,8 @@ def test_the_builder_gives_what_submit_takes():
     )
     assert (event.consensus.window_ms, event.deadline_ms, event.token_budget) == (5000, 60_000, 10)
     assert event.final_action is not None and event.final_action.required_capabilities == ["decision_making"]
+    assert not event.pass_replicas and "pass_replicas" not in mission.to_dict()
+    assert validate_mission(dataclasses.replace(mission, pass_replicas=True).to_dict()).pass_replicas
 
 
 def test_the_progress_view_renders_to_a_recorded_console():

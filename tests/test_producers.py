@@ -16,6 +16,7 @@ from swarmlog import topics
 from swarmlog.kafka.collecting import decoded
 from swarmlog.kafka.producer import idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
+from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.records import DeadLetterRecorded, MissionAccepted, MissionCompleted
 from swarmlog.settings import Settings
@@ -53,13 +54,14 @@ def schemas_copy(tmp_path: Path, *, extra_field: bool = False, stale_lock: bool 
     copy = tmp_path / "schemas"
     shutil.copytree(SCHEMAS / "avro", copy / "avro")
     lock = (SCHEMAS / "fingerprints.lock").read_text()
+    latest = default_catalog().latest("MissionSubmitted")  # what the producers write
     if extra_field:
-        path = copy / "avro" / "MissionSubmitted" / "v1.avsc"
+        path = copy / "avro" / "MissionSubmitted" / latest.path.name
         schema = json.loads(path.read_text())
         schema["fields"].append({"name": "priority", "type": "int", "default": 5})
         path.write_text(json.dumps(schema))
     if stale_lock:
-        lock = lock.replace("MissionSubmitted v1 d091a1efb68bdc71", "MissionSubmitted v1 0123456789abcdef")
+        lock = lock.replace(f"{latest.label} {latest.fingerprint.hex()}", f"{latest.label} 0123456789abcdef")
     (copy / "fingerprints.lock").write_text(lock)
     return copy
 

@@ -184,3 +184,28 @@ def test_the_comparison_does_not_depend_on_which_replica_gave_which_output(outpu
     assert sorted(len(group) for group in before) == sorted(len(group) for group in after)
     if majority(before):
         assert normalise(outputs[before[0][0]]) == normalise(shuffled[after[0][0]])
+
+
+def test_where_the_mission_passes_replicas_inputs_carry_each_replica_s_output_too():
+    swarm = swarm_of("a", "b", "c", pass_replicas=True, final_action={"prompt": "ship"})
+    swarm.register("boss", "decision_making")
+    answer(swarm, "t", "Paris", "paris", "Lyon")
+    assert downstream(swarm).inputs == {"t": "Paris", "t/0": "Paris", "t/1": "paris", "t/2": "Lyon"}
+    swarm.complete(downstream(swarm), "done")
+    [final] = [a for a in swarm.running() if a.kind == "FINAL"]
+    assert final.inputs == {"consensus": "done"}  # the leaf, u, has one replica
+    plain = swarm_of("a", "b", "c", "d")
+    answer(plain, "t", "Paris", "paris", "Lyon")
+    assert downstream(plain).inputs == {"t": "Paris"}
+
+
+def test_the_final_action_gets_each_replica_of_a_replicated_leaf_where_the_mission_passes_replicas():
+    swarm = swarm_of(
+        "a", "b", tasks=[task("t", "code", replicas=2)], pass_replicas=True, final_action={"prompt": "ship"}
+    )
+    swarm.register("boss", "decision_making")
+    requests = named(answer(swarm, "t", "x", "y"), VoteRequested)
+    for request in requests:
+        swarm.vote(request, "t/1")
+    [final] = swarm.running()
+    assert final.inputs == {"consensus": "y", "t/0": "x", "t/1": "y"}

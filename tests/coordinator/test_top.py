@@ -295,6 +295,8 @@ def test_a_mission_the_top_level_cannot_split_is_rejected_once():
     assert "planning step" in rejected.reason
     assert swarm.submit("m", [], planning={"prompt": "plan it"}) == []
     assert named(swarm.submit("n", [task("a", depends_on=["zz"])]), MissionRejected)
+    [passing] = named(swarm.submit("p", [task("a")], pass_replicas=True), MissionRejected)
+    assert "does not pass replicas' outputs" in passing.reason
 
 
 def test_a_mission_past_its_deadline_fails_on_a_tick():
