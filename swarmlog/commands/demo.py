@@ -21,7 +21,7 @@ from swarmlog.actors.brains.llamacpp import THREADS_VARIABLE
 from swarmlog.artifacts import ArtifactStore, open_store, shown
 from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, err, one_line_errors, out, print_json
-from swarmlog.coordinator.progress import Terminal
+from swarmlog.coordinator.progress import Terminal, cross_check
 from swarmlog.kafka.admin import ensure_topics
 from swarmlog.kafka.connection import environment, plaintext
 from swarmlog.schemas.events import Event
@@ -31,6 +31,7 @@ from swarmlog.schemas.records import (
     MissionCompleted,
     PhaseStarted,
     TaskAssigned,
+    TaskCrossChecked,
     TaskQueued,
     TaskReassigned,
     TaskResultRecorded,
@@ -206,6 +207,8 @@ def _detail(event: Event) -> str:
             return f"{_task(event)} queued: {event.reason}"
         case TaskResultRecorded():
             return f"{_task(event)} by {event.agent_id}: " + ("done" if event.succeeded else "failed")
+        case TaskCrossChecked():
+            return f"{event.task_id}: {cross_check(event)}"
         case VoteRequested():
             return f"vote asked of {event.voter_agent_id}"
         case VoteRecorded():
