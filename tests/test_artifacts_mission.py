@@ -17,11 +17,12 @@ from coordinator.live import journal, named
 from swarmlog.artifacts import BlobDirectory
 from swarmlog.client import MissionClient
 from swarmlog.schemas.artifacts import parse
-from swarmlog.schemas.records import MissionCompleted, TaskAssigned, TaskResultRecorded
+from swarmlog.schemas.records import MissionCompleted, TaskAssigned, TaskCompleted, TaskResultRecorded
 
 sys.path[:0] = [str(Path(__file__).parent / "faults")]
 from mission import REGION, crew
 
+pytestmark = pytest.mark.slow
 MB = 1024 * 1024
 OUTPUTS = {
     "2048 tokens": " ".join(f"t{index:04d}" for index in range(2048)),  # the scripted brain counts words as tokens
@@ -59,6 +60,9 @@ async def test_a_full_size_output_goes_through_a_mission_and_a_replay(settings, 
         client = MissionClient(settings)
         await client.submit(mission)
         ended = await client.wait(mission_id, REGION, timeout_s=180)
+        await swarm.log.wait_for(lambda: len(swarm.log.named(TaskCompleted, mission_id=mission_id)) == 2)
+    tokens = [e.completion_tokens for e in swarm.log.named(TaskCompleted, mission_id=mission_id)]
+    assert min(tokens) >= len(content.split())  # 2,048 tokens in the first case
     assert isinstance(ended, MissionCompleted), ended
     events = await journal(settings, REGION, mission_id)
     (written,) = [e.output for e in named(events, TaskResultRecorded) if e.task_id == "write" and not e.stale]

@@ -370,7 +370,7 @@ class AgentProcess:
         self._waits[wait.wait_id] = answer
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
         try:
-            await self._outbox.deliver(question(run, self._slot, now_ms()), found[1])
+            await self._outbox.deliver(await self._stored(question(run, self._slot, now_ms())), found[1])
             self._sensor.on_produced(INBOX)
             self._gate()  # read the inbox while waiting: the answer arrives there
             await asyncio.wait(
@@ -390,12 +390,14 @@ class AgentProcess:
         return wait_ended(run, "TIMED_OUT", None, f"no answer within {self._config.ask_timeout_s} s", now_ms())
 
     async def _reply(self, asked: Question) -> None:
-        """Have the model answer a peer's question, into the asker's inbox slot."""
+        """Have the model answer a peer's question (an artifact's excerpt when it is a reference), into the asker's
+        inbox slot."""
         try:
+            shown = dataclasses.replace(asked, question=await self._readable(asked.question))
             generation = await self._brain.generate(
-                reply_prompt(asked, self._max_content), reply_schema(self._max_content), self._config.max_tokens
+                reply_prompt(shown, self._max_content), reply_schema(self._max_content), self._config.max_tokens
             )
-        except Exception as exc:  # the asker still gets an answer: an error, so it does not wait in vain
+        except Exception as exc:  # the asker still gets an answer: an error (an unreadable question too), not silence
             log.exception("brain failed on question %s", asked.question_id)
             generation = Generation(f"model error: {type(exc).__name__}: {exc}", 0, 0)
         used, answered = reply(
@@ -511,14 +513,17 @@ class AgentProcess:
             self.mailbox.ready.set()
 
     async def _shown(self, texts: Mapping[str, str]) -> dict[str, str]:
-        """Texts as a prompt shows them: a reference becomes an excerpt of its artifact (ArtifactError when it cannot
+        """Texts as a prompt shows them (`_readable`)."""
+        return {name: await self._readable(text) for name, text in texts.items()}
+
+    async def _readable(self, text: str) -> str:
+        """A text as a prompt shows it: a reference becomes an excerpt of its artifact (ArtifactError when it cannot
         be read)."""
-        shown = {}
-        for name, text in texts.items():
-            ref = parse(text)
-            data = None if ref is None else await asyncio.to_thread(self._artifacts.get, ref)
-            shown[name] = text if data is None else excerpt(text, data.decode(errors="replace"))
-        return shown
+        ref = parse(text)
+        if ref is None:
+            return text
+        data = await asyncio.to_thread(self._artifacts.get, ref)
+        return excerpt(text, data.decode(errors="replace"))
 
     async def _stored(self, event: E) -> E:
         """The event with each text too large for it replaced by its artifact's reference, the artifacts stored
