@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swarmlog.coordinator import Decision, Receive, Tick, decide, evolve
-from swarmlog.coordinator.state import QUEUED, RUNNING, State
+from swarmlog.coordinator.state import DONE, PENDING, QUEUED, RUNNING, State
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
@@ -198,7 +198,8 @@ ACTIONS = [register] * 2 + [lose, budget] + [submit] * 2 + [answer] * 8 + [vote]
 
 
 def check_consistent(state: State) -> None:
-    """Agents' tasks, replicas and the queue agree."""
+    """Agents' tasks, replicas and the queue agree; a settled cross-check leaves no replica of its task to run, and
+    gives a done replica's output."""
     for agent in state.agents.values():
         if agent.task:
             mission_id, task_id, index = agent.task
@@ -211,6 +212,11 @@ def check_consistent(state: State) -> None:
         assert mission.tokens >= 0
         if mission.token_budget is not None and mission.active:
             assert mission.tokens <= mission.token_budget
+        for task_id, check in mission.checks.items():
+            statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
+            if check.replica is not None:
+                assert mission.replica(task_id, check.replica).status == DONE
+                assert not statuses & {PENDING, QUEUED, RUNNING} or not mission.active
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
