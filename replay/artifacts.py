@@ -8,8 +8,10 @@ from pathlib import Path
 
 from swarmlog.artifacts import ArtifactError, ArtifactStore, BlobDirectory
 from swarmlog.replay.fold import Record, decoded
-from swarmlog.schemas.artifacts import ArtifactRef, references
+from swarmlog.schemas.artifacts import PREFIX, ArtifactRef, references
 from swarmlog.schemas.events import Event
+
+MARKER = PREFIX.encode()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -27,8 +29,10 @@ def beside(history: Path) -> BlobDirectory:
 
 
 def referenced(records: Iterable[Record]) -> list[ArtifactRef]:
-    """Every artifact the records' events reference, once each, by hash."""
-    found = {ref for _, event in decoded(records) if isinstance(event, Event) for ref in references(event)}
+    """Every artifact the records' events reference, once each, by hash (only records whose bytes hold a reference's
+    prefix are decoded: Avro writes strings as they are)."""
+    marked = (record for record in records if record.value and MARKER in record.value)
+    found = {ref for _, event in decoded(marked) if isinstance(event, Event) for ref in references(event)}
     return sorted(found, key=lambda ref: ref.sha256)
 
 

@@ -13,9 +13,13 @@ from swarmlog.console.access import ConsoleSettings
 from swarmlog.console.app import application
 from swarmlog.console.feed import Feed
 from swarmlog.errors import ConfigError
+from swarmlog.replay.artifacts import beside, checked, referenced
+from swarmlog.replay.fold import Record
 from swarmlog.schemas.artifacts import ArtifactRef, externalized, inlined, parse, references
+from swarmlog.schemas.codec import default_codec
 from swarmlog.schemas.records import Candidate, TaskCompleted, VoteRequested
 from swarmlog.settings import Settings
+from swarmlog.topics import TASK_EVENTS
 
 LIMIT = 1000
 
@@ -110,3 +114,18 @@ async def test_the_console_serves_an_artifact_and_says_why_it_cannot(tmp_path):
         store.path(ref).write_bytes(b"the generated filE")
         answer = await client.get(f"/api/artifacts/{ref}")
         assert answer.status_code == 500 and "corrupt" in answer.json()["error"]
+
+
+def test_a_history_lists_the_artifacts_its_events_reference_and_copies_them_beside_itself(tmp_path):
+    store = BlobDirectory(tmp_path / "store")
+    kept, lost = store.put(b"kept"), ArtifactRef.of(b"lost")
+    codec = default_codec()
+    records = [
+        Record(TASK_EVENTS, 0, offset, 1, b"m", codec.encode(completed(output)))
+        for offset, output in enumerate([str(kept), "inline", str(lost), str(kept)])
+    ] + [Record(TASK_EVENTS, 0, 4, 1, None, b"garbage artifact:sha256:")]
+    assert referenced(records) == sorted([kept, lost], key=lambda ref: ref.sha256)
+    history = tmp_path / "h.hist"
+    copied = checked(referenced(records), store, copy_to=beside(history))
+    assert {(c.ref, c.problem is None) for c in copied} == {(str(kept), True), (str(lost), False)}
+    assert beside(history).get(kept) == b"kept" and beside(history).root == tmp_path / "h.hist.artifacts"
