@@ -48,7 +48,7 @@ from swarmlog import logs, topics
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.state import FINAL_TASK
 from swarmlog.kafka.admin import ensure_topics
-from swarmlog.schemas.records import MissionCompleted, TaskResultRecorded
+from swarmlog.schemas.records import MissionCompleted, TaskCancelled, TaskResultRecorded
 from swarmlog.services import KafkaNode, open_redis, process, run_kafka_cluster
 from swarmlog.settings import Settings
 from swarmlog.topics import catalog
@@ -208,7 +208,9 @@ async def follow(client: MissionClient, spec: dict, began: float, at_s: float, t
     ok = isinstance(ended, MissionCompleted) and ended.success
     if not ok:
         print(f"mission {spec['mission_id']} ended with {ended.name}: {ended}", file=sys.stderr)
-    lost = planned(spec) - {(task, replica) for _, task, replica, _ in recorded} if ok else set()
+    # A replica its task's cross-check closed without (the consensus window passed) is cancelled, not lost.
+    cancelled = {(event.task_id, event.replica) for event in events if isinstance(event, TaskCancelled)}
+    lost = planned(spec) - {(task, replica) for _, task, replica, _ in recorded} - cancelled if ok else set()
     tally.missions.append(
         MissionRun(
             at_s,
