@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from swarmlog.coordinator.dispatch import capable_elsewhere
@@ -74,13 +74,18 @@ def majority(groups: Groups) -> bool:
     return 2 * len(groups[0]) > sum(len(group) for group in groups)
 
 
-def settle_all(draft: Draft, mission_id: str) -> bool:
-    """Compare every replicated task of the mission that is due (see `settle`); whether any was compared."""
+def settle_due(draft: Draft, mission_id: str, task_ids: Iterable[str]) -> bool:
+    """Compare each of these tasks of the mission that is due (see `settle`); whether any was compared."""
     emitted = len(draft.events)
-    mission = draft.state.missions[mission_id]
-    for task_id in sorted(mission.unfinished):
+    for task_id in sorted(set(task_ids) & draft.state.missions[mission_id].unfinished):
         settle(draft, mission_id, task_id)
     return len(draft.events) > emitted
+
+
+def touched(draft: Draft, mission_id: str) -> set[str]:
+    """The tasks of the mission the decision's events so far are about: the only ones a fact can have made due (a
+    window that passes is a tick's)."""
+    return {event.task_id for event in draft.events if event.mission_id == mission_id and event.task_id is not None}
 
 
 def settle(draft: Draft, mission_id: str, task_id: str) -> None:

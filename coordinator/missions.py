@@ -91,7 +91,7 @@ def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
         else:
             starts.take_back_unstarted(draft, mission, inputs_since_ms)
             if mission.phase == "WORK":
-                crosscheck.settle_all(draft, mission.mission_id)
+                crosscheck.settle_due(draft, mission.mission_id, mission.unfinished)
             elif mission.phase == "CONSENSUS":
                 voting.close_if_expired(draft, draft.state.missions[mission.mission_id])
 
@@ -123,10 +123,12 @@ def _step(draft: Draft, mission: MissionState) -> None:
 
 
 def _run_phase(draft: Draft, mission: MissionState, kind: str) -> None:
-    """Cross-check the replicated tasks that are due, fail on a task that failed for good, finish the phase when all
-    are done, else route what is ready. Reads the mission's task indexes (`pending`, `unfinished`, `failed_tasks`), so
-    a decision costs what is waiting, not every task of the mission."""
-    if kind == "WORK" and crosscheck.settle_all(draft, mission.mission_id):
+    """Cross-check the replicated tasks this decision made due, fail on a task that failed for good, finish the phase
+    when all are done, else route what is ready. Reads the mission's task indexes (`pending`, `unfinished`,
+    `failed_tasks`) and the decision's events, so a decision costs what is waiting, not every task of the mission."""
+    if kind == "WORK" and crosscheck.settle_due(
+        draft, mission.mission_id, crosscheck.touched(draft, mission.mission_id)
+    ):
         return
     failed = _in_order(mission, kind, mission.failed_tasks)
     if failed:
