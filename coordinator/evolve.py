@@ -335,6 +335,8 @@ def _cross_checked(state: State, event: TaskCrossChecked) -> State:
         others = workers(mission.replica(task_id, other) for other in range(spec.replicas))
         replicas = replicas.set((task_id, index), dataclasses.replace(FRESH, tried=others))
     state = _put(state, _indexed(mission, (task_id,), tasks=tasks, replicas=replicas, checks=checks))
+    if not waiting:
+        return state
     ended = {(event.mission_id, task_id, index) for index in waiting}
     return _unqueue(state, lambda queued: queued not in ended)
 
