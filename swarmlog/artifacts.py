@@ -101,9 +101,3 @@ def shown(text: str, store: ArtifactStore) -> str:
     except ArtifactError as exc:
         return f"{text} (unreadable: {exc})"
     return f"{text} ({ref.size} bytes at {store.location(ref)})"
-
-
-def resolved(text: str, store: ArtifactStore) -> str:
-    """A field's text: its own, or the UTF-8 text of the artifact it references (errors replaced)."""
-    ref = parse(text)
-    return text if ref is None else store.get(ref).decode(errors="replace")
