@@ -6,10 +6,15 @@ install_missing() {
     command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
   done
   [ ${#need[@]} -gt 0 ] || return 0
-  say "installing Debian packages: ${need[*]}"
+  install_debian "${need[@]}"
+}
+
+# Installs Debian packages (as root, else through sudo).
+install_debian() {
+  say "installing Debian packages: $*"
   local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
 # Runs a step silently; shows its output only when it fails.

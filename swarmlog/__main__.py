@@ -2,4 +2,5 @@
 
 from swarmlog.launch import main
 
-main()
+if __name__ == "__main__":  # not when a child spawned by multiprocessing (vLLM's engine) imports it again
+    main()
