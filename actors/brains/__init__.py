@@ -39,6 +39,10 @@ CONTEXT_WINDOWS: Mapping[str, ContextWindow | None] = {
 }
 """Each brain's context window where it limits the output; None where nothing here does (a server enforces its own)."""
 BRAINS = tuple(CONTEXT_WINDOWS)
+SYSTEM = "You are one agent of a swarm. Reply with exactly one JSON object, as asked."
+"""The system message of the brains that format chat messages themselves (llama.cpp, vLLM)."""
+TEMPERATURE = 0.2
+"""Every brain samples at this temperature, each agent with its own seed: replicas are independent draws."""
 DEFAULT_MAX_TOKENS = {"vllm": 2048, "openai": 2048}
 """Tokens a generation may take by default, per brain: the seed's 2,048 where a GPU serves the model; elsewhere
 MAX_ACTION_TOKENS (a 300-character content), which a small model on a CPU core generates in seconds."""

@@ -9,11 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from swarmlog.actors.brains import LLAMACPP_CONTEXT, Generation
+from swarmlog.actors.brains import LLAMACPP_CONTEXT, SYSTEM, TEMPERATURE, Generation
 from swarmlog.errors import ConfigError
 from swarmlog.packaged import package_dir
 
-SYSTEM = "You are one agent of a swarm. Reply with exactly one JSON object, as asked."
 THREADS_VARIABLE = "SWARMLOG_LLAMA_THREADS"
 """Threads each llama.cpp agent computes with (default 2). Agents sharing few cores need fewer: llama.cpp's threads
 spin while they wait, so 4 agents of 2 threads on 2 cores run several times slower than 4 agents of 1 thread."""
@@ -62,7 +61,7 @@ class LlamaCppBrain:
                 messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
                 response_format={"type": "json_object", "schema": json_schema},
                 max_tokens=max_tokens,
-                temperature=0.2,
+                temperature=TEMPERATURE,
                 seed=self._seed,
             )
         assert isinstance(reply, dict), "a completion without stream=True is one response"

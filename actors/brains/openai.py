@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from swarmlog.actors.brains import Generation
+from swarmlog.actors.brains import TEMPERATURE, Generation
 from swarmlog.errors import ServiceError
 
 TIMEOUT_S = 120
@@ -36,7 +36,7 @@ class OpenAIBrain:
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens,
-            "temperature": 0.2,
+            "temperature": TEMPERATURE,
             "seed": self._seed,
             "response_format": _response_format(self._style, json_schema),
         }

@@ -120,7 +120,9 @@ async def test_the_openai_brain_against_llama_cpp_server(unused_tcp_port):
         server.wait(30)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm not installable here")
-def test_the_vllm_brain_needs_a_model():
-    with pytest.raises(ConfigError, match="needs --model"):
-        open_brain("vllm")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is importable: tests/vllm_brain run it")
+def test_an_agent_on_the_vllm_brain_without_vllm_says_how_to_get_it():
+    agent = [sys.executable, "-m", "swarmlog", "agent", "a", "--brain", "vllm", "--bootstrap", "127.0.0.1:1"]
+    run = subprocess.run(agent, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3, run.stderr
+    assert "run `make vllm`, then start the agent with .venv-vllm/bin/swarmlog" in run.stderr

@@ -84,15 +84,21 @@ async def crew(
     streams_metrics_port: int = 0,
     env_of: Callable[[str], Mapping[str, str]] = lambda _: {},
     script: Sequence[str] = (),
+    brain: Sequence[str] = (),
+    enlist_timeout_s: float = 90.0,
 ) -> AsyncIterator[Crew]:
-    """The streams worker (default liveness timeout), `swarmlog coordinator` and `agents` scripted agents, all
-    enlisted; on exit every process is asked to stop (SIGTERM) and waited for, so the coordinator saves its snapshot.
-    `env_of(name)` is added to the environment of "coordinator", "streams" and each agent (by its id); `script`, when
-    given, is what the agents' brain replies in turn."""
+    """The streams worker (default liveness timeout), `swarmlog coordinator` and `agents` agents (scripted, unless
+    `brain` gives the agents' brain options), all enlisted; on exit every process is asked to stop (SIGTERM) and waited
+    for, so the coordinator saves its snapshot. `env_of(name)` is added to the environment of "coordinator", "streams"
+    and each agent (by its id); `script`, when given, is what the scripted brain replies in turn."""
     await ensure_topics(settings)
     capability = f"faults-{uuid.uuid4().hex[:8]}"
-    brain = tmp_path / "brain.json"
-    brain.write_text(json.dumps({"median_ms": brain_ms, "sigma": 0.2} | ({"script": list(script)} if script else {})))
+    if not brain:
+        scripted = tmp_path / "brain.json"
+        scripted.write_text(
+            json.dumps({"median_ms": brain_ms, "sigma": 0.2} | ({"script": list(script)} if script else {}))
+        )
+        brain = ("--brain", "scripted", "--model", str(scripted))
     env = {
         **os.environ,
         "SWARMLOG_BROKER": settings.broker,
@@ -134,16 +140,15 @@ async def crew(
                     REGION,
                     "--capabilities",
                     f"{capability},decision_making",
-                    "--brain",
-                    "scripted",
-                    "--model",
-                    str(brain),
+                    *brain,
                     "--heartbeat-s",
                     str(heartbeat_s),
                     env=env_of(agent_id),
                 )
             await asyncio.to_thread(worker.start)
-            await log.wait_for(lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=90)
+            await log.wait_for(
+                lambda: all(log.named(AgentEnlisted, agent_id=a) for a in agent_ids), timeout_s=enlist_timeout_s
+            )
             yield Crew(settings, tmp_path, log, worker, processes, capability)
         finally:
             stop_swarm(processes.values(), worker)
