@@ -18,7 +18,7 @@ pytestmark = [
     ),
     pytest.mark.kafka_only,
     pytest.mark.slow,
-    pytest.mark.timeout(900),
+    pytest.mark.timeout(1500),
 ]
 TASKS = 3
 
@@ -33,7 +33,7 @@ async def test_an_agent_on_vllm_completes_a_mission(settings, tmp_path):
         tmp_path,
         agents=1,
         brain=("--brain", "vllm", "--max-tokens", str(MAX_ACTION_TOKENS)),
-        enlist_timeout_s=240,
+        enlist_timeout_s=600,
     ) as swarm:
         journal = await swarm.run_mission(TASKS, nothing, after_results=0, timeout_s=600)
         (agent_id,) = [name for name in swarm.processes if name != "coordinator"]
