@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from swarmlog.coordinator.dispatch import capable_elsewhere
+from swarmlog.coordinator.dispatch import cancel, capable_elsewhere
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
     AGREED,
@@ -21,7 +21,7 @@ from swarmlog.coordinator.state import (
     cross_checked,
     workers,
 )
-from swarmlog.schemas.records import ComparedReplica, TaskCancelled, TaskCrossChecked
+from swarmlog.schemas.records import ComparedReplica, TaskCrossChecked
 
 Groups = tuple[tuple[int, ...], ...]
 """Replica indexes grouped by normalised output: the largest group first, then the one with the earliest replica."""
@@ -146,13 +146,4 @@ def _cancel_late(
     )
     for index, replica in replicas.items():
         if replica.status == RUNNING:
-            draft.emit(
-                TaskCancelled,
-                mission.mission_id,
-                mission_id=mission.mission_id,
-                task_id=task_id,
-                replica=index,
-                attempt=replica.attempt,
-                agent_id=replica.agent_id,
-                reason=reason,
-            )
+            cancel(draft, (mission.mission_id, task_id, index), replica, reason)

@@ -1,4 +1,4 @@
-"""Putting replicas on agents: assign the next attempt or queue it, drain the queue, take an attempt back."""
+"""Putting replicas on agents: assign the next attempt or queue it, drain the queue, take an attempt back or cancel it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from swarmlog.coordinator import routing
 from swarmlog.coordinator.consensus import leaves
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import DONE, RUNNING, EnlistedAgent, MissionState, ReplicaKey, TaskSpec
-from swarmlog.schemas.records import TaskAssigned, TaskQueued, TaskReassigned
+from swarmlog.coordinator.state import DONE, RUNNING, EnlistedAgent, MissionState, Replica, ReplicaKey, TaskSpec
+from swarmlog.schemas.records import TaskAssigned, TaskCancelled, TaskQueued, TaskReassigned
 
 
 def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
@@ -48,6 +48,21 @@ def reassign(draft: Draft, key: ReplicaKey, agent_id: str, reason: str) -> None:
         replica=index,
         attempt=attempt,
         from_agent_id=agent_id,
+        reason=reason,
+    )
+
+
+def cancel(draft: Draft, key: ReplicaKey, replica: Replica, reason: str) -> None:
+    """Cancel a replica's current attempt on its agent."""
+    mission_id, task_id, index = key
+    draft.emit(
+        TaskCancelled,
+        mission_id,
+        mission_id=mission_id,
+        task_id=task_id,
+        replica=index,
+        attempt=replica.attempt,
+        agent_id=replica.agent_id,
         reason=reason,
     )
 

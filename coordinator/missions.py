@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from swarmlog.coordinator import crosscheck, placement, plan, starts, voting
-from swarmlog.coordinator.dispatch import output, route
+from swarmlog.coordinator.dispatch import cancel, output, route
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
     FINAL_TASK,
@@ -26,7 +26,6 @@ from swarmlog.schemas.records import (
     MissionSubmitted,
     PhaseStarted,
     PlanAdopted,
-    TaskCancelled,
 )
 
 _KIND = {"PLANNING": "PLAN", "WORK": "WORK", "FINAL": "FINAL"}
@@ -196,16 +195,7 @@ def _end(
     mission_id = mission.mission_id
     for (task_id, index), replica in mission.replicas.items():
         if replica.status == RUNNING:
-            draft.emit(
-                TaskCancelled,
-                mission_id,
-                mission_id=mission_id,
-                task_id=task_id,
-                replica=index,
-                attempt=replica.attempt,
-                agent_id=replica.agent_id,
-                reason=cancel_reason,
-            )
+            cancel(draft, (mission_id, task_id, index), replica, cancel_reason)
     draft.emit(
         kind,
         mission_id,

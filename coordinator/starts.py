@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator.dispatch import reassign
+from swarmlog.coordinator.dispatch import cancel, reassign
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import RUNNING, MissionState
-from swarmlog.schemas.records import TaskCancelled, TaskStarted, TaskStartRecorded
+from swarmlog.schemas.records import TaskStarted, TaskStartRecorded
 
 
 def on_started(draft: Draft, started: TaskStarted) -> None:
@@ -41,14 +41,6 @@ def take_back_unstarted(draft: Draft, mission: MissionState, inputs_since_ms: in
         if replica.status != RUNNING or replica.started or waited_ms < timeout_ms:
             continue
         reason = f"not started within {timeout_ms} ms of its assignment to {replica.agent_id}"
-        draft.emit(
-            TaskCancelled,
-            mission.mission_id,
-            mission_id=mission.mission_id,
-            task_id=task_id,
-            replica=index,
-            attempt=replica.attempt,
-            agent_id=replica.agent_id,
-            reason=reason,
-        )
-        reassign(draft, (mission.mission_id, task_id, index), replica.agent_id or "", reason)
+        key = (mission.mission_id, task_id, index)
+        cancel(draft, key, replica, reason)
+        reassign(draft, key, replica.agent_id or "", reason)
