@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from experiences import recorded
 from faults.mission import crew, results_once
 
 from swarmlog import memorybus, topics
@@ -27,8 +28,6 @@ from swarmlog.errors import AccessDenied, ConfigError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.redis_connection import RedisAccess
 from swarmlog.replay.memory import rebuild_memory
-from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import from_fields
 from swarmlog.services import Redis
 from swarmlog.services.certs import Authority, Issued
 from swarmlog.services.redis import RedisTls, run_redis
@@ -137,29 +136,6 @@ def environment(access: RedisAccess) -> dict[str, str]:
     }
 
 
-def experience(model: MiniLM, content: str) -> Event:
-    """An ExperienceRecorded of `content` with its real embedding, alive for an hour."""
-    experience_id = uuid.uuid4().hex
-    return from_fields(
-        "ExperienceRecorded",
-        {
-            "event_id": experience_id,
-            "occurred_at": now_ms(),
-            "correlation_id": None,
-            "causation_id": None,
-            "producer": "agent:test",
-            "experience_id": experience_id,
-            "agent_id": "test",
-            "node": "n1",
-            "kind": "remember",
-            "content": content,
-            "embedding": model.embed([content])[0].tolist(),
-            "ttl_s": 3600,
-            "mission_id": None,
-        },
-    )
-
-
 async def until(check, timeout_s: float = 30.0):
     """The first truthy result of `check` (awaited), or an AssertionError at the deadline."""
     deadline = time.monotonic() + timeout_s
@@ -175,7 +151,7 @@ async def test_one_node_recalls_what_another_remembered_over_mutual_tls_as_the_m
         SemanticMemory(access, flush_ms=50, model=model) as reader,
         SemanticMemory(dataclasses.replace(access, cert_file=None, key_file=None), flush_ms=50, model=model) as writer,
     ):
-        remembered = experience(model, content)
+        remembered = recorded(model, content)
         writer.remember(remembered)
 
         async def recalled() -> bool:
@@ -218,7 +194,7 @@ async def test_a_mission_runs_with_the_memory_bus_on_tls_and_the_projection_writ
         done = await swarm.run_mission(4, fault=lambda _: asyncio.sleep(0), after_results=1)
         results_once(done, 4)
         content = f"the secured bus carries this fact {uuid.uuid4().hex}"
-        remembered = experience(model, content)
+        remembered = recorded(model, content)
         async with EventProducer(settings, client_id="test-secured") as producer:
             await producer.send(topics.EXPERIENCES, remembered, key=remembered.agent_id)
         key = f"experience:{remembered.experience_id}"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import redis
 from agent_harness import Log, send_inbox, task_assigned
+from experiences import recorded
 
 from swarmlog import memorybus, topics
 from swarmlog.actors.brains.scripted import ScriptedBrain
@@ -25,8 +26,7 @@ from swarmlog.envelope import now_ms
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.redis_connection import RedisAccess
 from swarmlog.replay.memory import rebuild_memory
-from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import AgentRegistered, ExperienceRecorded, TaskCompleted, from_fields
+from swarmlog.schemas.records import AgentRegistered, ExperienceRecorded, TaskCompleted
 
 # Distinct topics; each query must bring back its own experience first.
 EXPERIENCES = {
@@ -58,31 +58,6 @@ QUERIES = {
 @pytest.fixture(scope="module")
 def model() -> MiniLM:
     return MiniLM()
-
-
-def recorded(
-    model: MiniLM, content: str, *, ttl_s: int = 3600, at_ms: int | None = None, experience_id: str | None = None
-) -> Event:
-    """An ExperienceRecorded of `content` with its real embedding."""
-    experience_id = experience_id or uuid.uuid4().hex
-    return from_fields(
-        "ExperienceRecorded",
-        {
-            "event_id": experience_id,
-            "occurred_at": now_ms() if at_ms is None else at_ms,
-            "correlation_id": None,
-            "causation_id": None,
-            "producer": "agent:test",
-            "experience_id": experience_id,
-            "agent_id": "test",
-            "node": "n1",
-            "kind": "remember",
-            "content": content,
-            "embedding": model.embed([content])[0].tolist(),
-            "ttl_s": ttl_s,
-            "mission_id": None,
-        },
-    )
 
 
 def unit(*values: float) -> np.ndarray:
