@@ -11,8 +11,11 @@ server answering.
 from __future__ import annotations
 
 import dataclasses
+import socket
+import ssl
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 import redis.asyncio as aioredis
@@ -33,6 +36,8 @@ REFUSED_CLIENT = (
 )
 """What a server that refused this client's certificate (or its lack of one) leaves: OpenSSL's alerts, or a TLS
 connection ended before the first reply."""
+ALERT_WAIT_S = 1.0
+"""How long the TLS probe listens for a refusing server's alert (a server that accepts says nothing first)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +129,8 @@ class RedisAccess:
                 f"({trusted}) must hold the CA that signed it, and the certificate must name the URL's host and be "
                 "in date"
             )
+        if not any(mark in reason for mark in REFUSED_CLIENT) and self.tls:
+            reason = self._tls_alert() or reason  # TLS 1.3: the first command's reset can overtake the server's alert
         if any(mark in reason for mark in REFUSED_CLIENT):
             client = f"its certificate {self.cert_file}" if self.cert_file else "no client certificate"
             return AccessDenied(
@@ -135,6 +142,27 @@ class RedisAccess:
             f"no Redis answers at {self.url} ({reason}); start one with `swarmlog up`, or point SWARMLOG_REDIS_URL "
             "at a running one"
         )
+
+    def _tls_alert(self) -> str | None:
+        """The alert with which the server ends a TLS connection made as this client, read before anything is written
+        (writing first lets the server's reset overtake its alert); None when it keeps the connection open."""
+        address = urlsplit(self.url)
+        host = address.hostname or "localhost"
+        context = ssl.create_default_context(cafile=_text(self.ca_file))
+        if self.cert_file is not None and self.key_file is not None:
+            context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        try:
+            with (
+                socket.create_connection((host, address.port or 6379), timeout=TIMEOUT_S) as raw,
+                context.wrap_socket(raw, server_hostname=host) as tls,
+            ):
+                tls.settimeout(ALERT_WAIT_S)
+                tls.recv(1)
+        except ssl.SSLError as exc:
+            return str(exc)
+        except OSError:
+            return None
+        return None
 
     def _password_source(self) -> str:
         """Where the password was read from, for an error message (never the password)."""
