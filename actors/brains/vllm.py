@@ -4,6 +4,7 @@ template, JSON-schema structured outputs, and concurrent generations batched by 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import logging
 import os
@@ -16,6 +17,10 @@ from swarmlog.actors.brains.vllm_model import default_model
 from swarmlog.errors import ConfigError
 
 log = logging.getLogger(__name__)
+MISSING = (
+    "the vllm brain needs vLLM, which lives in its own virtualenv: run `make vllm`, then start the agent with "
+    ".venv-vllm/bin/swarmlog"
+)
 CPU_KV_CACHE_BYTES = 1 << 30
 """The KV cache of an engine on the CPU: 1 GiB holds about 45,000 tokens of SmolLM2-135M (8 requests of its whole
 context); vLLM's VLLM_CPU_KVCACHE_SPACE (GiB) overrides it."""
@@ -32,10 +37,7 @@ class VllmBrain:
             from vllm.platforms import current_platform
             from vllm.sampling_params import StructuredOutputsParams
         except ImportError as exc:
-            raise ConfigError(
-                f"the vllm brain needs vLLM, which lives in its own virtualenv: run `make vllm`, then start the agent "
-                f"with .venv-vllm/bin/swarmlog ({exc})"
-            ) from None
+            raise ConfigError(f"{MISSING} ({exc})") from None
         self.model = Path(model).name if Path(model).is_dir() else model
         self.seed = seed
         self._sampling, self._structured = SamplingParams, StructuredOutputsParams
@@ -124,4 +126,6 @@ def _bound_to(gpu: int | None, on_cpu: bool) -> Iterator[None]:
 def open(model: str | None, gpu: int | None, seed: int = 0) -> VllmBrain:
     """vLLM on `model` (a Hugging Face id or a local folder; default: the SmolLM2 folder `make vllm` converts), bound
     to GPU `gpu`."""
+    if importlib.util.find_spec("vllm") is None:  # before the model: `make vllm` makes both
+        raise ConfigError(MISSING)
     return VllmBrain(model or str(default_model()), gpu, seed)
