@@ -286,8 +286,19 @@ def _assigned(state: State, event: TaskAssigned) -> State:
 
 
 def _reassigned(state: State, event: TaskReassigned) -> State:
+    """The replica routes its next attempt; taken back unstarted from an agent still alive (a start timeout: a dead or
+    deregistered agent is delisted before its task is reassigned), it counts as a slow start."""
     replica = state.missions[event.mission_id].replica(event.task_id, event.replica)
-    state = _set_replica(state, event, status=PENDING, agent_id=None, tried=replica.tried | {event.from_agent_id})
+    agent = state.agents.get(event.from_agent_id)
+    slow = not replica.started and agent is not None and agent.alive
+    state = _set_replica(
+        state,
+        event,
+        status=PENDING,
+        agent_id=None,
+        tried=replica.tried | {event.from_agent_id},
+        slow_starts=replica.slow_starts + slow,
+    )
     return _free(state, event.from_agent_id, _key(event))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from swarmlog.coordinator.dispatch import cancel, reassign
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import RUNNING, MissionState
+from swarmlog.coordinator.state import RUNNING, START_BACKOFF_MAX, Config, MissionState, Replica
 from swarmlog.schemas.records import TaskStarted, TaskStartRecorded
 
 
@@ -32,13 +32,24 @@ def on_started(draft: Draft, started: TaskStarted) -> None:
     )
 
 
+def start_timeout_ms(config: Config, replica: Replica) -> int:
+    """How long the replica's running attempt may go unstarted: the configured start timeout, doubled for each of its
+    attempts taken back unstarted from an alive agent, up to START_BACKOFF_MAX times it.
+
+    A swarm too busy to start a task within the timeout is as busy on the next agent: taking it back at a fixed
+    interval cancels work about to start, and under load trades the task between agents for good (#13)."""
+    return config.start_timeout_ms * min(1 << replica.slow_starts, START_BACKOFF_MAX)
+
+
 def take_back_unstarted(draft: Draft, mission: MissionState, inputs_since_ms: int) -> None:
-    """Cancel on its agent, and reassign, every running attempt not started within the start timeout of its assignment
-    (or of `inputs_since_ms`, when the coordinator could not read the start before then)."""
-    timeout_ms = draft.state.config.start_timeout_ms
+    """Cancel on its agent, and reassign, every running attempt not started within its start timeout (see
+    `start_timeout_ms`) of its assignment (or of `inputs_since_ms`, when the coordinator could not read the start
+    before then)."""
     for (task_id, index), replica in mission.replicas.items():
-        waited_ms = draft.now_ms - max(replica.assigned_at, inputs_since_ms)
-        if replica.status != RUNNING or replica.started or waited_ms < timeout_ms:
+        if replica.status != RUNNING or replica.started:
+            continue
+        timeout_ms = start_timeout_ms(draft.state.config, replica)
+        if draft.now_ms - max(replica.assigned_at, inputs_since_ms) < timeout_ms:
             continue
         reason = f"not started within {timeout_ms} ms of its assignment to {replica.agent_id}"
         key = (mission.mission_id, task_id, index)

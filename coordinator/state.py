@@ -14,7 +14,12 @@ MAX_ATTEMPTS = 3
 """Failed attempts a replica gets before it counts as failed for good."""
 START_TIMEOUT_MS = 15_000
 """How long an assigned attempt may go without its agent's TaskStarted before it is taken back: 3x the streams
-worker's default heartbeat timeout (5 s), so an agent that is alive but never reads its inbox loses the task."""
+worker's default heartbeat timeout (5 s), so an agent that is alive but never reads its inbox loses the task. It is
+the first attempt's; a replica's later attempts wait longer (START_BACKOFF_MAX)."""
+START_BACKOFF_MAX = 8
+"""The most a replica's start timeout grows: it doubles with each attempt taken back unstarted from an alive agent
+(15, 30, 60, then 120 s by default), so a swarm too loaded to start tasks within the start timeout stops trading them
+between equally busy agents; 8x the default stays well below the agents' 10-minute limit on a stale assignment."""
 RETAIN_ENDED_MS = 60_000
 """How long an ended mission stays in the live state (status, `replay state coordinator`) before it is retired."""
 
@@ -96,6 +101,9 @@ class Replica:
     started: bool = False
     done_at: int = 0
     """When its output was recorded (DONE)."""
+    slow_starts: int = 0
+    """How many of its attempts were taken back before they started from an agent still alive (TaskReassigned): each
+    doubles its start timeout, up to START_BACKOFF_MAX times it (see `starts.start_timeout_ms`)."""
 
 
 # Cross-check outcomes (TaskCrossChecked).

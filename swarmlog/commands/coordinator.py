@@ -16,7 +16,7 @@ from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell.repair import describe
 from swarmlog.coordinator.shell.repair import repair as record_repair
-from swarmlog.coordinator.state import START_TIMEOUT_MS
+from swarmlog.coordinator.state import START_BACKOFF_MAX, START_TIMEOUT_MS
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import sensor_for
 from swarmlog.settings import Settings
@@ -44,7 +44,8 @@ def coordinator(
             min=1,
             envvar="SWARMLOG_COORDINATOR_START_TIMEOUT_MS",
             help="Take an assigned task back, and reassign it, when its agent has not started it within this time "
-            "(default 3x the default heartbeat timeout).",
+            f"(default 3x the default heartbeat timeout); each take-back doubles the task's next wait, up to "
+            f"{START_BACKOFF_MAX}x.",
         ),
     ] = START_TIMEOUT_MS,
 ) -> None:
