@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 from aiokafka import TopicPartition
 
+from swarmlog.coordinator.shell.recovery import write_of
 from swarmlog.envelope import stamp
 from swarmlog.errors import DecodeError
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
@@ -221,16 +222,29 @@ async def submit(settings: Settings, mission_id: str, region: str, tasks: list[d
 
 async def journal(settings: Settings, region: str, mission_id: str) -> list[Event]:
     """The events of one mission in its region's journal partition, committed ones only where there are transactions."""
+    return [event for _, events in await journal_writes(settings, region, mission_id) for event in events]
+
+
+async def journal_writes(settings: Settings, region: str, mission_id: str) -> list[tuple[str | None, list[Event]]]:
+    """The events of one mission in its region's journal partition, in runs by the coordinator write (its header)."""
     tp = TopicPartition(JOURNAL, settings.region_names.index(region))
     consumer = reader(settings, "test-journal", idempotence_supported(settings))
+    writes: list[tuple[str | None, list[Event]]] = []
     await consumer.start()
     try:
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
-        events = [event async for r in records_to_end(consumer, tp) if (event := _decoded(r)) is not None]
+        async for record in records_to_end(consumer, tp):
+            event = _decoded(record)
+            if event is None or event.correlation_id != mission_id:
+                continue
+            write = write_of(record.headers)
+            if not writes or writes[-1][0] != write:
+                writes.append((write, []))
+            writes[-1][1].append(event)
     finally:
         await consumer.stop()
-    return [event for event in events if event.correlation_id == mission_id]
+    return writes
 
 
 def _decoded(record: Any) -> Event | None:
