@@ -52,6 +52,10 @@ class Usage:
     completion_tokens: int
     now_ms: int
     generation: str
+    temperature: float | None = None
+    """The temperature the generation sampled at; None when no model ran."""
+    seed: int | None = None
+    """The seed the generation sampled with; None when no model ran."""
 
 
 MAX_ASKS = 1
@@ -138,13 +142,21 @@ def advance(run: Run, text: str, usage: Usage) -> tuple[tuple[Event, ...], Run |
         content=action.content,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
+        temperature=usage.temperature,
+        seed=usage.seed,
     )
     if action.kind == ANSWER:
-        return (
-            used,
-            step_taken,
-            _closing(run, usage, TaskCompleted, output=action.content, confidence=action.confidence),
-        ), None
+        # The answer's sampling is recorded with it: a replica's draw is reproducible only with its temperature and seed.
+        completed = _closing(
+            run,
+            usage,
+            TaskCompleted,
+            output=action.content,
+            confidence=action.confidence,
+            temperature=usage.temperature,
+            seed=usage.seed,
+        )
+        return (used, step_taken, completed), None
     if action.kind == FAIL:
         return (
             used,

@@ -45,7 +45,7 @@ class Step:
     latency_ms: int | None
     tokens: int | None
     note: str | None
-    """What a decision decided, in a few words (a task's cross-check)."""
+    """What a decision decided, in a few words (a task's cross-check), or how an answer was sampled."""
 
 
 def belongs(event: Event, mission_id: str) -> bool:
@@ -122,7 +122,7 @@ def _steps(found: list[tuple[Record, Event]], mission_id: str) -> list[Step]:
                 event.attempt,
                 _latency(event),
                 _tokens(event),
-                cross_check(event) if isinstance(event, TaskCrossChecked) else None,
+                _note(event),
             )
         )
     return steps
@@ -144,6 +144,16 @@ def _tokens(event: Event) -> int | None:
             return event.tokens_used
         case TaskCompleted() | TaskFailed() | TaskStepTaken() | TokensUsed():
             return event.prompt_tokens + event.completion_tokens
+    return None
+
+
+def _note(event: Event) -> str | None:
+    """A decision's few words (a task's cross-check), or how an answer was sampled (from TaskCompleted v2)."""
+    match event:
+        case TaskCrossChecked():
+            return cross_check(event)
+        case TaskCompleted(temperature=float() as temperature, seed=int() as seed):
+            return f"sampled at temperature {temperature:g}, seed {seed}"
     return None
 
 

@@ -7169,7 +7169,34 @@ def _s39_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v15 = n
-    return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v16 = None
+    elif n == 2:
+        v16, = _double(b, p)
+        p += 8
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v17 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v17 = n
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14, v16, v17), p
 
 
 _s40_const2 = ('EQUAL',)
@@ -8734,7 +8761,34 @@ def _s48_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v14 = _int(n)
-    return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v15 = None
+    elif n == 2:
+        v15, = _double(b, p)
+        p += 8
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v16 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v16 = n
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14, v15, v16), p
 
 
 def _s49_record1(bytes b, Py_ssize_t p):
@@ -9748,7 +9802,7 @@ READERS = {
     '990068b4eea72e52': _s36_record1,  # SlotRequested v1
     '863cce9607afcb40': _s37_record1,  # TaskAssigned v1
     'f4e49451418d89a6': _s38_record1,  # TaskCancelled v1
-    '14d84a52e182c131': _s39_record1,  # TaskCompleted v1
+    '40a1ef3122c7cca3': _s39_record1,  # TaskCompleted v2
     '38f5d1bb69081177': _s40_record1,  # TaskCrossChecked v1
     'cbb1794a558181c4': _s41_record1,  # TaskFailed v1
     'f51ee8a810a6e6a8': _s42_record1,  # TaskQueued v1
@@ -9757,7 +9811,7 @@ READERS = {
     '2666d63e0bb9c0fd': _s45_record1,  # TaskResultRecorded v1
     '211655e567231fac': _s46_record1,  # TaskStartRecorded v1
     'e6a663f565b98225': _s47_record1,  # TaskStarted v1
-    '6097ab1b7d429e56': _s48_record1,  # TaskStepTaken v1
+    'a61d12095f0bed23': _s48_record1,  # TaskStepTaken v2
     '805eed139064fb28': _s49_record1,  # TokensUsed v1
     '11c59da0933bb0e7': _s50_record1,  # VoteCast v1
     'fb04b7e29f19942a': _s51_record1,  # VoteRecorded v1

@@ -1002,6 +1002,10 @@ class TaskCompleted(Event, frozen=True, gc=False):
     confidence: float = 1.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    temperature: float | None = None
+    "The temperature the model sampled at; null when no model ran or the writer predates v2."
+    seed: int | None = None
+    "The seed the model sampled with (each agent its own, so replicas are independent draws); null when no model ran or the writer predates v2."
 
 
 CrossCheckOutcome: TypeAlias = Literal['AGREED', 'TIE_BREAK', 'DISPUTED']
@@ -1260,6 +1264,10 @@ class TaskStepTaken(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    temperature: float | None = None
+    "The temperature the model sampled at; null when no model ran or the writer predates v2."
+    seed: int | None = None
+    "The seed the model sampled with (each agent its own, so replicas are independent draws); null when no model ran or the writer predates v2."
 
 
 class TokensUsed(Event, frozen=True, gc=False):
@@ -1500,7 +1508,7 @@ FINGERPRINTS: dict[str, str] = {
     'SlotRequested': '990068b4eea72e52',
     'TaskAssigned': '863cce9607afcb40',
     'TaskCancelled': 'f4e49451418d89a6',
-    'TaskCompleted': '14d84a52e182c131',
+    'TaskCompleted': '40a1ef3122c7cca3',
     'TaskCrossChecked': '38f5d1bb69081177',
     'TaskFailed': 'cbb1794a558181c4',
     'TaskQueued': 'f51ee8a810a6e6a8',
@@ -1509,7 +1517,7 @@ FINGERPRINTS: dict[str, str] = {
     'TaskResultRecorded': '2666d63e0bb9c0fd',
     'TaskStartRecorded': '211655e567231fac',
     'TaskStarted': 'e6a663f565b98225',
-    'TaskStepTaken': '6097ab1b7d429e56',
+    'TaskStepTaken': 'a61d12095f0bed23',
     'TokensUsed': '805eed139064fb28',
     'VoteCast': '11c59da0933bb0e7',
     'VoteRecorded': 'fb04b7e29f19942a',

@@ -68,11 +68,16 @@ def max_tokens_for(brain: str, asked: int | None) -> int:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Generation:
-    """A model's output and what it cost."""
+    """A model's output, what it cost, and how it was sampled (the events record both: a replica's draw is
+    reproducible only with its temperature and seed)."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
+    temperature: float | None = None
+    """The temperature the model sampled at; None when no model ran (a model error's stand-in)."""
+    seed: int | None = None
+    """The seed the model sampled with; None when no model ran."""
 
 
 class Brain(Protocol):

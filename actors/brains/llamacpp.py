@@ -67,7 +67,11 @@ class LlamaCppBrain:
         assert isinstance(reply, dict), "a completion without stream=True is one response"
         usage = reply["usage"]
         return Generation(
-            reply["choices"][0]["message"]["content"] or "", usage["prompt_tokens"], usage["completion_tokens"]
+            reply["choices"][0]["message"]["content"] or "",
+            usage["prompt_tokens"],
+            usage["completion_tokens"],
+            temperature=TEMPERATURE,
+            seed=self._seed,
         )
 
     def close(self) -> None:

@@ -53,6 +53,8 @@ class OpenAIBrain:
             reply["choices"][0]["message"]["content"] or "",
             usage.get("prompt_tokens", 0),
             usage.get("completion_tokens", 0),
+            temperature=TEMPERATURE,
+            seed=self._seed,
         )
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:

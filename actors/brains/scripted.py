@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swarmlog.actors.brains import Generation
+from swarmlog.actors.brains import TEMPERATURE, Generation
 
 
 @dataclasses.dataclass
@@ -27,6 +27,8 @@ class ScriptedBrain:
     model: str = "scripted"
     segfault_at: int | None = None  # the generation (0-based) at which the process dies of SIGSEGV, as a crashing model
     answers: int = 1
+    temperature: float = TEMPERATURE
+    """The temperature it reports: it has no logits, and draws its answer uniformly with its seed."""
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
@@ -41,7 +43,7 @@ class ScriptedBrain:
             await asyncio.sleep(self.median_ms * self._random.lognormvariate(0.0, self.sigma) / 1000)
         answer = f"scripted answer {self._random.randrange(self.answers)}" if self.answers > 1 else "scripted"
         text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema, answer))
-        return Generation(text, len(prompt.split()), len(text.split()))
+        return Generation(text, len(prompt.split()), len(text.split()), temperature=self.temperature, seed=self.seed)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -58,8 +60,8 @@ def first_instance(json_schema: Mapping[str, Any], text: str = "scripted") -> di
 
 
 def open(model: str | None, gpu: int | None, seed: int = 0) -> ScriptedBrain:
-    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed", "segfault_at", "answers"} (seed
-    defaults to `seed`)."""
+    """A scripted brain from a JSON file {"script": [...], "median_ms", "sigma", "seed", "segfault_at", "answers",
+    "temperature"} (seed defaults to `seed`)."""
     if model is None:
         return ScriptedBrain(seed=seed)
     return ScriptedBrain(**({"seed": seed} | json.loads(Path(model).read_text())), model=Path(model).name)

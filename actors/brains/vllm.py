@@ -83,15 +83,19 @@ class VllmBrain:
 
     async def generate(self, prompt: str, json_schema: Mapping[str, Any], max_tokens: int) -> Generation:
         """The final output of one chat request, decoding constrained to json_schema."""
-        final = None
+        final, sampling = None, self.sampling_params(json_schema, max_tokens)
         async for output in self._engine.generate(
-            {"prompt_token_ids": self.prompt_token_ids(prompt)},
-            self.sampling_params(json_schema, max_tokens),
-            f"request-{next(self._ids)}",
+            {"prompt_token_ids": self.prompt_token_ids(prompt)}, sampling, f"request-{next(self._ids)}"
         ):
             final = output
         assert final is not None, "vLLM returned no output"
-        return Generation(final.outputs[0].text, len(final.prompt_token_ids or ()), len(final.outputs[0].token_ids))
+        return Generation(
+            final.outputs[0].text,
+            len(final.prompt_token_ids or ()),
+            len(final.outputs[0].token_ids),
+            temperature=sampling.temperature,
+            seed=sampling.seed,
+        )
 
     def close(self) -> None:
         """Shut the engine down, then drop it (vLLM asks for both before exit); safe to call twice."""

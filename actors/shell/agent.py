@@ -431,8 +431,16 @@ class AgentProcess:
 
     @staticmethod
     def _usage(generation: Generation) -> Usage:
-        """What a generation cost, now, under a name of its own (so a retried step's tokens count again)."""
-        return Usage(generation.prompt_tokens, generation.completion_tokens, now_ms(), uuid.uuid4().hex[:12])
+        """What a generation cost and how it sampled, now, under a name of its own (so a retried step's tokens count
+        again)."""
+        return Usage(
+            generation.prompt_tokens,
+            generation.completion_tokens,
+            now_ms(),
+            uuid.uuid4().hex[:12],
+            generation.temperature,
+            generation.seed,
+        )
 
     def _control(self, notice: Notice) -> None:
         """Budget events throttle and restore this agent, a drain request stops it (the host posts only those meant

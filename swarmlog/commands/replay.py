@@ -168,7 +168,7 @@ def timeline(
     bootstrap: Bootstrap = None,
 ) -> None:
     """Every event of a mission across topics, causes before effects, with phase, agent, attempt, latency, tokens, and
-    what a task's cross-check decided."""
+    what a task's cross-check decided or how an answer was sampled (temperature, seed)."""
     settings = _settings(bootstrap)
     reading = asyncio.run(read(settings, _all_topics(settings)))
     steps, problems = mission_timeline(reading.records, mission_id)

@@ -187,6 +187,17 @@ def test_an_answer_completes_the_task_with_its_totals():
         encode(event)
 
 
+def test_an_answer_and_its_step_record_how_the_model_sampled():
+    text = '{"action": "answer", "content": "4", "confidence": 1}'
+    events, _ = advance(run_of(3), text, Usage(10, 5, 2_300, "g1", temperature=0.2, seed=1234))
+    step, completed = events[1], events[2]
+    assert (step.temperature, step.seed) == (completed.temperature, completed.seed) == (0.2, 1234)
+    unsampled, _ = advance(run_of(3), text, Usage(10, 5, 2_300, "g1"))
+    assert (unsampled[2].temperature, unsampled[2].seed) == (None, None), "no model ran: nothing to record"
+    for event in (*events, *unsampled):
+        encode(event)
+
+
 def test_malformed_output_fails_the_task_with_the_raw_text():
     events, after = advance(run_of(3), "I think 4", Usage(10, 5, 2_300, "g1"))
     assert after is None and events[-1].failure == "MALFORMED_OUTPUT"

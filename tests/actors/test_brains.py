@@ -12,7 +12,7 @@ import time
 import pytest
 
 from swarmlog.actors.actions import ANSWER, FAIL, MAX_ACTION_TOKENS, VOTE, Action, action_schema, parse_action
-from swarmlog.actors.brains import open_brain
+from swarmlog.actors.brains import TEMPERATURE, open_brain
 from swarmlog.actors.brains.llamacpp import default_model
 from swarmlog.actors.brains.openai import OpenAIBrain
 from swarmlog.actors.brains.scripted import ScriptedBrain
@@ -53,6 +53,21 @@ async def test_scripted_brains_with_several_answers_disagree_and_stay_valid_acti
     assert {await answer(ScriptedBrain(seed=seed)) for seed in range(4)} == {"scripted"}, "one answer unless asked"
 
 
+async def test_each_brain_reports_the_temperature_and_seed_it_sampled_with(monkeypatch: pytest.MonkeyPatch):
+    scripted = await ScriptedBrain(seed=41).generate("p", action_schema((ANSWER,)), 10)
+    assert (scripted.temperature, scripted.seed) == (TEMPERATURE, 41)
+    sent: list[dict] = []
+
+    def post(body: dict) -> dict:
+        sent.append(body)
+        return {"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+
+    brain = OpenAIBrain("m", "http://127.0.0.1:1/v1", None, seed=99)
+    monkeypatch.setattr(brain, "_post", post)
+    served = await brain.generate("p", action_schema((ANSWER,)), 10)
+    assert (served.temperature, served.seed) == (sent[0]["temperature"], sent[0]["seed"]) == (TEMPERATURE, 99)
+
+
 async def test_the_scripted_brain_waits_its_sampled_latency():
     async def latencies(seed: int) -> list[float]:
         brain, out = ScriptedBrain(median_ms=5, sigma=0.5, seed=seed), []
@@ -81,6 +96,7 @@ async def test_llamacpp_output_is_always_a_valid_action_and_a_vote_names_a_candi
             seconds += time.monotonic() - start
             tokens += generation.completion_tokens
             assert isinstance(parse_action(generation.text, (ANSWER, FAIL)), Action), generation.text
+            assert (generation.temperature, generation.seed) == (TEMPERATURE, 0), "it reports the sampling it used"
         vote = await brain.generate(
             "Which is right, c1: 4 or c2: 5?", action_schema((VOTE,), ("c1", "c2")), MAX_ACTION_TOKENS
         )

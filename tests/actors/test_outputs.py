@@ -4,6 +4,7 @@ output of that length carried whole by the task's events on a real broker, and a
 from __future__ import annotations
 
 import json
+import zlib
 
 import msgspec
 import pytest
@@ -21,7 +22,7 @@ from swarmlog.actors.actions import (
     content_limit,
     parse_action,
 )
-from swarmlog.actors.brains import LLAMACPP_CONTEXT, PROMPT_ROOM, max_tokens_for
+from swarmlog.actors.brains import LLAMACPP_CONTEXT, PROMPT_ROOM, TEMPERATURE, max_tokens_for
 from swarmlog.errors import ConfigError
 from swarmlog.schemas.artifacts import ArtifactRef
 from swarmlog.schemas.records import AgentRegistered, TaskCompleted, TaskFailed
@@ -92,6 +93,8 @@ async def test_a_long_output_travels_whole_when_the_budget_allows_it(
     (outcome,) = log.named(*closed, mission_id=task.mission_id)
     if completes:
         assert isinstance(outcome, TaskCompleted) and outcome.output == long
+        # How the answer was sampled is recorded with it: the agent's temperature and its own seed.
+        assert (outcome.temperature, outcome.seed) == (TEMPERATURE, zlib.crc32(agent_id.encode()))
     else:  # the default budget: the same output is longer than the content an action may have
         assert isinstance(outcome, TaskFailed) and outcome.failure == "MALFORMED_OUTPUT"
         assert f"at most {MAX_CONTENT} characters" in (outcome.detail or "")

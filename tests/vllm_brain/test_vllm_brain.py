@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from swarmlog.actors.actions import ANSWER, FAIL, MAX_ACTION_TOKENS, VOTE, Action, action_schema, parse_action
-from swarmlog.actors.brains import SYSTEM, open_brain
+from swarmlog.actors.brains import SYSTEM, TEMPERATURE, open_brain
 from swarmlog.actors.brains.vllm import VllmBrain
 from swarmlog.actors.brains.vllm_model import default_model
 from swarmlog.errors import ConfigError
@@ -40,6 +40,7 @@ async def test_outputs_are_valid_actions_and_a_vote_names_a_candidate(brain):
         generation = await brain.generate(f"Task: {question}", action_schema((ANSWER, FAIL)), MAX_ACTION_TOKENS)
         assert isinstance(parse_action(generation.text, (ANSWER, FAIL)), Action), generation.text
         assert generation.completion_tokens > 0
+        assert (generation.temperature, generation.seed) == (TEMPERATURE, 7), "it reports the sampling it used"
     vote = await brain.generate(
         "Which is right, c1: 4 or c2: 5?", action_schema((VOTE,), ("c1", "c2")), MAX_ACTION_TOKENS
     )
