@@ -1,4 +1,4 @@
-"""Registry and budget events: enlist and delist this region's agents, note throttles, take a lost agent's task back."""
+"""Registry and budget events: enlist and delist this region's agents, note throttles, take a lost agent's tasks back."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def on_registered(draft: Draft, registered: AgentRegistered) -> None:
     if (
         known
         and known.alive
-        and (known.slot, known.capabilities, known.model) == (registered.slot, capabilities, registered.model)
+        and (known.slot, known.capabilities, known.model, known.capacity)
+        == (registered.slot, capabilities, registered.model, registered.capacity)
     ):
         return
     draft.emit(
@@ -36,16 +37,17 @@ def on_registered(draft: Draft, registered: AgentRegistered) -> None:
         slot=registered.slot,
         capabilities=sorted(capabilities),
         model=registered.model,
+        capacity=registered.capacity,
     )
 
 
 def on_deregistered(draft: Draft, deregistered: AgentDeregistered) -> None:
-    """Delist an agent that left cleanly and reassign its task."""
+    """Delist an agent that left cleanly and reassign its tasks."""
     _delist(draft, deregistered.agent_id, f"deregistered: {deregistered.reason}")
 
 
 def on_declared_dead(draft: Draft, dead: AgentDeclaredDead) -> None:
-    """Delist an agent that stopped heartbeating and reassign its task."""
+    """Delist an agent that stopped heartbeating and reassign its tasks."""
     _delist(draft, dead.agent_id, f"declared dead: no heartbeat for {dead.timeout_ms} ms")
 
 
@@ -64,10 +66,10 @@ def on_budget_restored(draft: Draft, restored: BudgetRestored) -> None:
 
 
 def _delist(draft: Draft, agent_id: str, reason: str) -> None:
-    """AgentDelisted, then TaskReassigned for the attempt it held (the mission routes attempt + 1)."""
+    """AgentDelisted, then TaskReassigned for each attempt it held, in order (the mission routes attempt + 1)."""
     agent = draft.state.agents.get(agent_id)
     if agent is None or not agent.alive:
         return
     draft.emit(AgentDelisted, None, agent_id=agent_id, reason=reason)
-    if agent.task is not None:
-        reassign(draft, agent.task, agent_id, reason)
+    for key in sorted(agent.tasks):
+        reassign(draft, key, agent_id, reason)

@@ -22,7 +22,8 @@ def on_detected(draft: Draft, detected: DeadlockDetected) -> Rejected | None:
     agent = draft.state.agents.get(waiter)
     if agent is None:
         return None
-    mission_id = agent.task[0] if agent.task else None
+    missions = {key[0] for key in agent.tasks}
+    mission_id = missions.pop() if len(missions) == 1 else None  # an agent running several missions' tasks names none
     draft.emit(DeadlockBroken, mission_id, cycle=cycle, wait_id=wait_id, waiter_agent_id=waiter, mission_id=mission_id)
     return None
 

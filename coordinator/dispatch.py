@@ -23,7 +23,7 @@ def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
             replica=index,
             attempt=attempt,
             required_capabilities=sorted(spec.required_capabilities),
-            reason="no alive, idle, unthrottled agent matches",
+            reason="no alive, unthrottled agent with a free place matches",
         )
 
 
@@ -74,9 +74,9 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     siblings = _on_siblings(mission, spec, index)
     # Prefer agents that have not failed this replica yet; when none could ever take it, retry on one that did.
     tried = siblings | mission.replica(spec.task_id, index).tried
-    choice = routing.choose(spec, idle, tried)
+    choice = routing.choose(spec, idle, tried, mission_id)
     if choice is None and not capable_elsewhere(spec, state.agents.values(), tried):
-        choice = routing.choose(spec, idle, siblings)
+        choice = routing.choose(spec, idle, siblings, mission_id)
     if choice is None:
         return False
     agent, score = choice

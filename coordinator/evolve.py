@@ -224,9 +224,9 @@ def _member(tasks: frozenset[str], task_id: str, belongs: bool) -> frozenset[str
 def _free(state: State, agent_id: str, key: ReplicaKey) -> State:
     """The state with the agent no longer holding that task (if it did)."""
     agent = state.agents.get(agent_id)
-    if agent is None or agent.task != key:
+    if agent is None or key not in agent.tasks:
         return state
-    return _put_agent(state, dataclasses.replace(agent, task=None))
+    return _put_agent(state, dataclasses.replace(agent, tasks=agent.tasks - {key}))
 
 
 def _unqueue(state: State, keep: Callable[[ReplicaKey], bool]) -> State:
@@ -278,7 +278,7 @@ def _assigned(state: State, event: TaskAssigned) -> State:
         state = _put(state, dataclasses.replace(mission, agents=mission.agents | {agent_id}))
     agent = state.agents.get(agent_id)
     if agent is not None:
-        state = _put_agent(state, dataclasses.replace(agent, task=key, load=agent.load + 1))
+        state = _put_agent(state, dataclasses.replace(agent, tasks=agent.tasks | {key}, load=agent.load + 1))
     if key not in state.queue:
         return state
     at = state.queue.index(key)
@@ -363,6 +363,7 @@ def _enlisted(state: State, event: AgentEnlisted) -> State:
             capabilities=frozenset(event.capabilities),
             model=event.model,
             alive=True,
+            capacity=event.capacity,
         ),
     )
 

@@ -1,4 +1,4 @@
-"""Capability routing: the best free agent for a task by Jaccard similarity, ties broken deterministically."""
+"""Capability routing: the best agent with a free place for a task by Jaccard similarity, ties broken deterministically."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def score(required: frozenset[str], capabilities: frozenset[str]) -> float:
 
 
 def available(agent: EnlistedAgent) -> bool:
-    """Whether an agent can take a task now: alive, idle and not throttled."""
+    """Whether an agent can take a task now: alive, running fewer tasks than its capacity, and not throttled."""
     return agent.alive and not agent.busy and not agent.throttled
 
 
@@ -28,14 +28,23 @@ def capable(spec: TaskSpec, agent: EnlistedAgent) -> bool:
     return score(spec.required_capabilities, agent.capabilities) > 0
 
 
+def holds(agent: EnlistedAgent, mission_id: str, task_id: str) -> bool:
+    """Whether the agent holds an attempt of one of this task's replicas."""
+    return any(key[:2] == (mission_id, task_id) for key in agent.tasks)
+
+
 def choose(
-    spec: TaskSpec, agents: Iterable[EnlistedAgent], exclude: frozenset[str] = frozenset()
+    spec: TaskSpec, agents: Iterable[EnlistedAgent], exclude: frozenset[str] = frozenset(), mission_id: str = ""
 ) -> tuple[EnlistedAgent, float] | None:
-    """The best available agent outside `exclude` and its score: highest score, then lowest load, then id."""
+    """The best available agent outside `exclude` that holds no replica of this task (of `mission_id`), and its
+    score: highest score, then lowest load, then id."""
     eligible = [
         (score(spec.required_capabilities, agent.capabilities), agent)
         for agent in agents
-        if available(agent) and agent.agent_id not in exclude and capable(spec, agent)
+        if available(agent)
+        and agent.agent_id not in exclude
+        and capable(spec, agent)
+        and not holds(agent, mission_id, spec.task_id)
     ]
     if not eligible:
         return None

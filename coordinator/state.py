@@ -64,13 +64,16 @@ class EnlistedAgent:
     model: str = ""
     alive: bool = True
     throttled: bool = False
-    task: ReplicaKey | None = None
+    tasks: frozenset[ReplicaKey] = frozenset()
+    """The task attempts it holds: at most `capacity`, never two replicas of one task."""
     load: int = 0
+    capacity: int = 1
+    """How many task attempts it runs at once (AgentEnlisted.capacity)."""
 
     @property
     def busy(self) -> bool:
-        """Whether it holds a task attempt."""
-        return self.task is not None
+        """Whether it holds as many task attempts as it can run at once."""
+        return len(self.tasks) >= self.capacity
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -246,8 +249,8 @@ class State:
     slot_requests: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The id of the last SlotRequested answered, per agent (a redelivered request is not answered twice)."""
     idle: frozenset[str] = frozenset()
-    """The agents that can take a task now (alive, idle, not throttled): kept by `evolve`, so routing scans these,
-    not every enlisted agent."""
+    """The agents that can take a task now (alive, below their capacity, not throttled): kept by `evolve`, so routing
+    scans these, not every enlisted agent."""
 
     def known(self, mission_id: str) -> bool:
         """Whether the mission was ever submitted here: running, ended, rejected or retired."""

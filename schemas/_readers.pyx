@@ -533,7 +533,14 @@ def _s3_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v9 = b[p:e].decode('utf-8')
     p = e
-    return _records.AgentEnlisted(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9), p
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v10 = _int(n)
+    return _records.AgentEnlisted(v0, v1, v4, v5, v6, v7, v2, v3, v8, v9, v10), p
 
 
 _s4_const2 = ('IDLE', 'BUSY', 'THROTTLED', 'DRAINING')
@@ -908,7 +915,14 @@ def _s5_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v12 = _int(n)
-    return _records.AgentRegistered(v0, v1, v4, v5, v7, v8, v9, v11, v12, v2, v3, v6, v10), p
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v13 = _int(n)
+    return _records.AgentRegistered(v0, v1, v4, v5, v7, v8, v9, v11, v12, v2, v3, v6, v10, v13), p
 
 
 def _s6_record1(bytes b, Py_ssize_t p):
@@ -9766,9 +9780,9 @@ READERS = {
     '93e120ae00e8606e': _s0_record1,  # AgentDeclaredDead v1
     '4babc0e59a30a43f': _s1_record1,  # AgentDelisted v1
     '460317936ad946de': _s2_record1,  # AgentDeregistered v1
-    '2e4c20d44d3af075': _s3_record1,  # AgentEnlisted v1
+    'e600c6d7a9c04acc': _s3_record1,  # AgentEnlisted v2
     '59206a53e4c82561': _s4_record1,  # AgentHeartbeat v1
-    '9396818e1fad2df6': _s5_record1,  # AgentRegistered v1
+    'f6c3a506e57fb48f': _s5_record1,  # AgentRegistered v2
     'da158e498731592f': _s6_record1,  # AgentThrottleNoted v1
     'ecc6f66b01486b00': _s7_record1,  # BudgetExceeded v1
     '90bf6d8bb6e680ba': _s8_record1,  # BudgetRestored v1

@@ -90,6 +90,8 @@ class AgentEnlisted(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
     capabilities: list[str] = []
     model: str = ''
+    capacity: int = 1
+    "How many tasks routing may give it at once (its AgentRegistered's); 1 in records written before v2."
 
 
 AgentStatus: TypeAlias = Literal['IDLE', 'BUSY', 'THROTTLED', 'DRAINING']
@@ -144,6 +146,8 @@ class AgentRegistered(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
     capabilities: list[str] = []
     gpu: int | None = None
+    capacity: int = 1
+    "How many tasks it runs at once (swarmlog agent --concurrency); 1 in records written before v2."
 
 
 class AgentThrottleNoted(Event, frozen=True, gc=False):
@@ -1472,9 +1476,9 @@ FINGERPRINTS: dict[str, str] = {
     'AgentDeclaredDead': '93e120ae00e8606e',
     'AgentDelisted': '4babc0e59a30a43f',
     'AgentDeregistered': '460317936ad946de',
-    'AgentEnlisted': '2e4c20d44d3af075',
+    'AgentEnlisted': 'e600c6d7a9c04acc',
     'AgentHeartbeat': '59206a53e4c82561',
-    'AgentRegistered': '9396818e1fad2df6',
+    'AgentRegistered': 'f6c3a506e57fb48f',
     'AgentThrottleNoted': 'da158e498731592f',
     'BudgetExceeded': 'ecc6f66b01486b00',
     'BudgetRestored': '90bf6d8bb6e680ba',

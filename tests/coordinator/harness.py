@@ -100,8 +100,8 @@ class Swarm:
         self.journal.extend(decision.events)
         return list(decision.events)
 
-    def register(self, agent_id: str, *capabilities: str, region: str | None = None) -> list[Event]:
-        """An agent comes up with these capabilities (in this region unless told)."""
+    def register(self, agent_id: str, *capabilities: str, region: str | None = None, capacity: int = 1) -> list[Event]:
+        """An agent comes up with these capabilities, running up to `capacity` tasks (in this region unless told)."""
         return self.send(
             AgentRegistered,
             agent_id=agent_id,
@@ -112,6 +112,7 @@ class Swarm:
             gpu=None,
             region=region or self.state.config.region,
             slot=len(self.state.agents),
+            capacity=capacity,
         )
 
     def submit(self, mission_id: str, tasks: Sequence[dict[str, Any]] = (), **fields: Any) -> list[Event]:
@@ -127,7 +128,7 @@ class Swarm:
 
     def running(self) -> list[TaskAssigned]:
         """The TaskAssigned of every attempt still running, oldest first."""
-        live = {agent.task for agent in self.state.agents.values() if agent.task}
+        live = {key for agent in self.state.agents.values() for key in agent.tasks}
         latest = {}
         for event in named(self.journal, TaskAssigned):
             latest[event.mission_id, event.task_id, event.replica] = event

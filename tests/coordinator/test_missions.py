@@ -3,6 +3,8 @@
 import json
 
 from swarmlog.schemas.records import (
+    AgentDeregistered,
+    AgentEnlisted,
     BudgetExceeded,
     BudgetRestored,
     ConsensusReached,
@@ -16,6 +18,7 @@ from swarmlog.schemas.records import (
     TaskCancelled,
     TaskCrossChecked,
     TaskQueued,
+    TaskReassigned,
     VoteRecorded,
     VoteRequested,
 )
@@ -250,7 +253,7 @@ def test_a_mission_past_its_deadline_fails_and_frees_its_agents():
     events = swarm.tick(1)
     assert [type(e) for e in events] == [TaskCancelled, MissionFailed]
     assert events[1].reason.startswith("deadline passed")
-    assert swarm.state.agents["x"].task is None
+    assert not swarm.state.agents["x"].tasks
     assert swarm.tick(1) == []
 
 
@@ -261,3 +264,35 @@ def test_a_mission_over_its_token_budget_fails():
     swarm.submit("m", [task("a", "code"), task("b", "code", depends_on=["a"])], token_budget=100)
     [failed] = named(swarm.complete(swarm.running()[0], "out", tokens=101), MissionFailed)
     assert (failed.reason, failed.tokens_used) == ("token budget exceeded: used 101 of 100", 101)
+
+
+def test_an_agent_of_capacity_3_runs_3_tasks_at_once_and_takes_a_queued_one_when_one_ends():
+    swarm = Swarm()
+    [enlisted] = named(swarm.register("x", "code", capacity=3), AgentEnlisted)
+    assert enlisted.capacity == 3
+    events = swarm.submit("m", [task(name, "code") for name in "abcd"])
+    assert sorted(a.task_id for a in named(events, TaskAssigned)) == ["a", "b", "c"]
+    assert [q.task_id for q in named(events, TaskQueued)] == ["d"]
+    assert len(swarm.state.agents["x"].tasks) == 3
+    first = swarm.running()[0]
+    [assigned] = named(swarm.complete(first, "done"), TaskAssigned)
+    assert (assigned.task_id, assigned.agent_id) == ("d", "x")
+
+
+def test_replicas_of_one_task_never_share_an_agent_of_any_capacity():
+    swarm = Swarm()
+    swarm.register("x", "code", capacity=3)
+    events = swarm.submit("m", [task("a", "code", replicas=2)])
+    assert [(a.replica, a.agent_id) for a in named(events, TaskAssigned)] == [(0, "x")]
+    assert [q.replica for q in named(events, TaskQueued)] == [1]
+    [assigned] = named(swarm.register("y", "code"), TaskAssigned)
+    assert (assigned.replica, assigned.agent_id) == (1, "y")
+
+
+def test_a_lost_agent_gives_back_every_task_it_held():
+    swarm = Swarm()
+    swarm.register("x", "code", capacity=2)
+    swarm.submit("m", [task("a", "code"), task("b", "code")])
+    events = swarm.send(AgentDeregistered, agent_id="x", reason="bye")
+    assert sorted(r.task_id for r in named(events, TaskReassigned)) == ["a", "b"]
+    assert not swarm.state.agents["x"].tasks

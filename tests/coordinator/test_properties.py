@@ -51,6 +51,7 @@ def register(swarm: Swarm, data: st.DataObject) -> Receive:
         gpu=None,
         region=data.draw(st.sampled_from(["eu", "eu", "us"])),
         slot=data.draw(st.integers(0, 7)),
+        capacity=data.draw(st.sampled_from([1, 1, 2, 3])),
     )
 
 
@@ -201,8 +202,8 @@ def check_consistent(state: State) -> None:
     """Agents' tasks, replicas and the queue agree; a settled cross-check leaves no replica of its task to run, and
     gives a done replica's output."""
     for agent in state.agents.values():
-        if agent.task:
-            mission_id, task_id, index = agent.task
+        assert len({(mission_id, task_id) for mission_id, task_id, _ in agent.tasks}) == len(agent.tasks)
+        for mission_id, task_id, index in agent.tasks:
             replica = state.missions[mission_id].replica(task_id, index)
             assert (replica.status, replica.agent_id) == (RUNNING, agent.agent_id)
     for mission_id, task_id, index in state.queue:
@@ -238,7 +239,9 @@ def test_random_swarms_keep_the_invariants(data):
             assert event.name in JOURNAL_EVENTS, f"{event.name} is not a journal event"
             if isinstance(event, TaskAssigned):
                 agent = state.agents[event.agent_id]
-                assert agent.alive and not agent.busy and not agent.throttled and agent.region == "eu"
+                assert agent.alive and not agent.throttled and agent.region == "eu"
+                assert len(agent.tasks) < agent.capacity, "routed past the agent's capacity"
+                assert not any(held[:2] == (event.mission_id, event.task_id) for held in agent.tasks)
                 key = (event.mission_id, event.task_id, event.replica, event.attempt)
                 assert key not in assigned
                 assigned.add(key)

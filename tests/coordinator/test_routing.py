@@ -26,7 +26,7 @@ def test_highest_score_wins_then_lowest_load_then_id():
 def test_dead_busy_throttled_excluded_and_unmatched_agents_are_never_chosen():
     agents = [
         agent("dead", "code", alive=False),
-        agent("busy", "code", task=("m", "t", 0)),
+        agent("busy", "code", tasks=frozenset({("m", "u", 0)})),
         agent("slow", "code", throttled=True),
         agent("gone", "code"),
         agent("poet", "poetry"),
@@ -38,3 +38,12 @@ def test_final_steps_need_decision_making():
     final = spec("ops", "decision_making", kind="FINAL")
     assert choose(final, [agent("ops", "ops")]) is None
     assert choose(final, [agent("ops", "ops"), agent("boss", "decision_making")])[0].agent_id == "boss"
+
+
+def test_an_agent_is_available_below_its_capacity_but_never_for_a_second_replica_of_one_task():
+    running = agent("many", "code", tasks=frozenset({("m", "u", 0), ("m", "v", 0)}), capacity=3)
+    assert choose(spec("code"), [running], mission_id="m") == (running, 1.0)
+    assert choose(spec("code"), [agent("full", "code", tasks=running.tasks, capacity=2)], mission_id="m") is None
+    holding = agent("twin", "code", tasks=frozenset({("m", "t", 1)}), capacity=3)
+    assert choose(spec("code"), [holding], mission_id="m") is None
+    assert choose(spec("code"), [holding], mission_id="other") == (holding, 1.0)
