@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import faust
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -25,6 +25,7 @@ from .grouped import CHANGELOG_CONFIGS
 from .transport import WorkerApp
 
 TOPIC_ALREADY_EXISTS = 36
+DYNAMIC_TOPIC_CONFIG = 1  # a DescribeConfigs entry's config_source: set on the topic
 
 
 def run_worker(config: StreamsConfig, loglevel: str = "INFO") -> NoReturn:
@@ -85,13 +86,36 @@ async def ensure_internal_topics(app: WorkerApp, config: StreamsConfig) -> None:
         await admin.close()
 
 
-async def _compact_as_folded(changelogs: list[str], admin: AIOKafkaAdminClient) -> None:
+async def _compact_as_folded(changelogs: list[str], admin: AIOKafkaAdminClient) -> int:
     """Give changelogs made before their tables were folded in groups (by Faust, with Kafka's 7-day segments, which
-    a restore would read whole) the segment and compaction settings of CHANGELOG_CONFIGS."""
+    a restore would read whole) the segment and compaction settings of CHANGELOG_CONFIGS; returns how many it altered.
+
+    Each changelog's configuration is described first and altered only where it differs, so a restart changes no
+    topic. aiokafka has no IncrementalAlterConfigs, and AlterConfigs replaces a topic's whole set of overrides: the
+    ones it has are sent along, so an operator's (say max.message.bytes) are kept."""
     if not changelogs:
-        return
-    resources = [ConfigResource(ConfigResourceType.TOPIC, name, configs=CHANGELOG_CONFIGS) for name in changelogs]
+        return 0
+    described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name) for name in changelogs])
+    resources = []
+    for response in described:
+        for code, message, _, name, entries in response.resources:
+            if code:
+                raise ServiceError(f"could not describe the configuration of {name}: {message} (error code {code})")
+            values = {entry[0]: entry[1] for entry in entries}
+            if all(values.get(key) == wanted for key, wanted in CHANGELOG_CONFIGS.items()):
+                continue
+            overrides = {entry[0]: entry[1] for entry in entries if _overridden(response.API_VERSION, entry)}
+            resources.append(ConfigResource(ConfigResourceType.TOPIC, name, configs={**overrides, **CHANGELOG_CONFIGS}))
+    if not resources:
+        return 0
     for response in await admin.alter_configs(resources):
         for code, message, _, name in response.resources:
             if code:
                 raise ServiceError(f"could not set the compaction of {name}: {message} (error code {code})")
+    return len(resources)
+
+
+def _overridden(version: int, entry: tuple[Any, ...]) -> bool:
+    """Whether a described config entry is set on the topic itself (DescribeConfigs v0: not a default; v1 and later:
+    its source is DYNAMIC_TOPIC_CONFIG)."""
+    return not entry[3] if version == 0 else entry[3] == DYNAMIC_TOPIC_CONFIG
