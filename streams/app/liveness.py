@@ -10,7 +10,6 @@ expires (`registry.expires_at`), so the table holds the agents of the last minut
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from swarmlog.streams.registry import PROJECTION, Registry, agent_of, decide_liveness, evolve_agent, expires_at
@@ -41,7 +40,7 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
     in_flight = InFlight(lambda: fold.generation)
     ends = EndOffsets(config.settings, f"{config.app_id}-end-offsets")
     app.service(ends)  # type: ignore[arg-type]  # typed for a service class, but starts an instance just the same
-    progress = Progress(fold, ends)
+    progress = Progress(fold)
     # A gap without an answer long enough to make a 1 Hz agent look silent for half the timeout is an outage (or the
     # worker stalled): the watch starts again. A shorter one is a busy broker answering late: under the load of 2,000
     # agents it answered every few seconds after 2-3 s, and a watch restarting each time never let a silence last.
@@ -63,12 +62,11 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
         due = progress.settled() and decide_liveness(Registry(views), now, timeout_ms, watch.since_ms)
         # A heartbeat written before `now` may not be folded yet: a death is decided for the latest moment before
         # which every record is folded (a heartbeat folded after it only shows an agent alive). The end offsets that
-        # moment is found with are asked while the broker is pinged, not after: one round trip less before a death.
+        # moment is found with are asked with the broker's ping, in its requests: one ListOffsets a tick per leader.
         # The broker may take as long to answer either; the wait for the fold is short: a mark not reached now is
         # decided on at a later tick.
-        answered, folded_until = await asyncio.gather(
-            watch.check(patience_s=config.tick_s * 4),
-            progress.folded_until(ask_s=config.tick_s * 4, wait_s=config.tick_s / 2) if due else asyncio.sleep(0, None),
+        answered, folded_until = await ask_broker(
+            watch, progress if due else None, patience_s=config.tick_s * 4, wait_s=config.tick_s / 2
         )
         if not answered or not progress.settled():
             return
@@ -84,3 +82,20 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
 
     app.timer(config.tick_s, name="liveness")(declare_deaths)
     return fold
+
+
+async def ask_broker(
+    watch: Watch, progress: Progress | None, patience_s: float, wait_s: float
+) -> tuple[bool, int | None]:
+    """One liveness tick's questions: the watch's ping and, with `progress` (a decision due), a mark of the fold's
+    progress, both answered by the same ListOffsets requests. Whether the broker answered with the heartbeats
+    writable, and the moment before which every assigned record is folded (None: none known yet)."""
+    asking = progress.to_ask() if progress is not None else None
+    answered, ping = await watch.check(patience_s, also=asking or ())
+    if progress is None or asking is None:
+        return answered, None
+    # A ping that failed still gives the marks what its leaders answered; the fold is waited for only when the
+    # answer is used now (before, that wait ran alongside the ping).
+    ends = ping.ends_of(asking) if ping is not None else None
+    folded = await progress.folded_until(ping.asked_ms if ping is not None else 0, ends, wait_s if answered else 0)
+    return answered, folded

@@ -10,12 +10,9 @@ from collections import deque
 from collections.abc import Mapping
 
 from aiokafka import TopicPartition
-from aiokafka.errors import KafkaError
 
-from .ends import EndOffsets
 from .expiry import Rebalances
 from .grouped import GroupFold
-from .records import now_ms
 
 POLL_S = 0.01
 MARKS = 240
@@ -27,8 +24,8 @@ logger = logging.getLogger(__name__)
 class Progress:
     """The fold's next offsets per input partition, compared with the partitions' end offsets asked of the broker."""
 
-    def __init__(self, fold: GroupFold, ends: EndOffsets) -> None:
-        self._fold, self._ends = fold, ends
+    def __init__(self, fold: GroupFold) -> None:
+        self._fold = fold
         self._marks: deque[tuple[int, Mapping[TopicPartition, int]]] = deque(maxlen=MARKS)
         self._rebalances = Rebalances(lambda: fold.generation)  # marks name the partitions assigned when asked
 
@@ -40,26 +37,27 @@ class Progress:
         """True when every assigned partition is folded up to its last fetch's high-water mark, outside rebalances."""
         return self._fold.caught_up()
 
-    async def folded_until(self, ask_s: float, wait_s: float) -> int | None:
+    def to_ask(self) -> list[TopicPartition] | None:
+        """The partitions a mark asks the end offsets of (the assigned ones); None while no mark can hold (a
+        rebalance since the last call, or rows not restored yet): then there is no decision to take."""
+        if not self._marks_hold():
+            return None
+        return self._fold.assigned()
+
+    async def folded_until(self, asked_ms: int, ends: Mapping[TopicPartition, int] | None, wait_s: float) -> int | None:
         """The latest moment (ms since the epoch) before which every record of the assigned partitions is folded, or
         None while no such moment is known: a decision that a silence is final may be taken for that moment.
 
-        Each call asks the broker for its end offsets now (for up to `ask_s`) and remembers them with the time it
-        asked (a mark); it then waits up to `wait_s` for the fold to reach them, and answers the newest mark the fold has reached,
-        this call's or an earlier one's. Records written after a mark are not waited for, so a busy topic cannot
-        starve the decision: a fold that keeps up reaches each mark within a fetch or two, and one that lags by more
-        than `wait_s` still reaches the marks of earlier ticks, its decisions coming that much later.
+        `ends` are the end offsets of the partitions `to_ask` named, as the broker gave them at `asked_ms` (the
+        liveness watch asks them with its ping: one request a tick); None: no answer. They are remembered with that
+        moment (a mark); this then waits up to `wait_s` for the fold to reach them, and answers the newest mark the
+        fold has reached, this call's or an earlier one's. Records written after a mark are not waited for, so a busy
+        topic cannot starve the decision: a fold that keeps up reaches each mark within a fetch or two, and one that
+        lags by more than `wait_s` still reaches the marks of earlier ticks, its decisions coming that much later.
         """
-        if not self._marks_hold():
-            return None
-        asked_ms = now_ms()
-        try:
-            async with asyncio.timeout(ask_s):
-                ends = await self._ends.of(self._fold.assigned())
-        except (KafkaError, TimeoutError) as exc:  # no answer now: earlier marks may still be reached
-            logger.warning("end offsets unavailable (%r); liveness decides on a later tick", exc)
-            ends = None
-        if ends is not None:
+        if ends is None:  # no answer now: earlier marks may still be reached
+            logger.warning("end offsets unavailable; liveness decides on a later tick")
+        else:
             self._marks.append((asked_ms, ends))
         deadline = time.monotonic() + wait_s
         while self._marks and not self._fold.folded_to(self._marks[-1][1]) and time.monotonic() < deadline:

@@ -7,15 +7,16 @@ may read the log before the agents have written again. Deaths are decided on sil
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Iterable
 
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.metrics import Sensor
 
-from .ends import EndOffsets
+from .ends import EndOffsets, Ping
 from .records import now_ms
 
 logger = logging.getLogger(__name__)
@@ -41,16 +42,19 @@ class Watch:
         self._wait = BrokerWait(sensor, bootstrap, "answer the liveness watch; no agent is declared dead meanwhile")
         self.since_ms = 0  # from the worker's start: a restarted worker decides at once, as before
 
-    async def check(self, patience_s: float) -> bool:
-        """Ask the broker once; whether it answered within `patience_s`."""
+    async def check(self, patience_s: float, also: Iterable[TopicPartition] = ()) -> tuple[bool, Ping | None]:
+        """Ask the broker once (with the end offsets of `also`, in the same requests); whether it answered within
+        `patience_s` with the heartbeats writable, and its answer (None: no answer)."""
         try:
-            async with asyncio.timeout(patience_s):
-                await self._ends.ping(*self._writable)
+            ping = await self._ends.ping(*self._writable, patience_s=patience_s, also=also)
         except (KafkaError, TimeoutError) as exc:
             self.failed(now_ms(), exc)
-            return False
+            return False, None
+        if ping.unwritable is not None:
+            self.failed(now_ms(), ping.unwritable)
+            return False, ping
         self.answered(now_ms())
-        return True
+        return True, ping
 
     def answered(self, at_ms: int) -> None:
         """The broker answered at `at_ms`: after a gap longer than `gap_ms`, the watch starts again from now."""
