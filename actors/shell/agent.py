@@ -29,6 +29,7 @@ from swarmlog.actors.domain import (
     Order,
     Question,
     Reply,
+    Vote,
     Work,
     decide,
     declared_dead,
@@ -95,8 +96,8 @@ class RejectedCommand(SwarmlogError):
 
 
 class AgentProcess:
-    """One agent actor: it takes its inbox records one at a time, not while it thinks or is throttled, so heartbeats
-    and control flow on. Its host (actors/shell/host.py) reads for it and lends it the clients, store and memory."""
+    """One agent actor: it takes its inbox records in order, each command's effect (a task, a vote, a reply) in a task
+    of its own, up to `concurrency` of them at once, none while throttled, so heartbeats and control flow on. Its host (actors/shell/host.py) reads for it and lends it the clients, store and memory."""
 
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
@@ -108,14 +109,16 @@ class AgentProcess:
         self._name = f"agent:{config.agent_id}"
         self.mailbox = Mailbox()
         self._registration_id = ""  # the event id of this run's AgentRegistered
-        self._abandoned: AttemptKey | None = None  # the task of a run declared dead, handed back before its next step
+        self._abandoned: frozenset[AttemptKey] = frozenset()  # tasks of a run declared dead, handed back next step
         self._stopping = asyncio.Event()
         self._unthrottled = asyncio.Event()
-        self._busy: asyncio.Task[None] | None = None
-        self._run: Run | None = None
+        self._effects: dict[int, asyncio.Task[None]] = {}  # inbox offset of a command -> its effect, still running
+        self._subjects: dict[int, object] = {}  # inbox offset of a command -> what its running effect is about
+        self._handled = 0  # the inbox offset after the last command decided (its effect may still run)
+        self._runs: dict[AttemptKey, Run] = {}  # the tasks in progress, by attempt
         self._peers: Mapping[str, Peer] = {}
         self._waits: dict[str, asyncio.Future[PeerAnswered]] = {}  # wait id -> the PeerAnswered it waits on
-        self._deferred: collections.deque[ConsumerRecord] = collections.deque()  # inbox records read while busy
+        self._deferred: collections.deque[ConsumerRecord] = collections.deque()  # inbox records read while full
         self._failed: Exception | None = None  # what broke an effect; the agent stops then, instead of staying BUSY
 
     @property
@@ -184,47 +187,62 @@ class AgentProcess:
             ) from self._failed
 
     async def _take(self) -> None:
-        """Take every notice, then the inbox records while the inbox is open (one read for an agent behind this one
-        on a shared slot is skipped)."""
+        """Take every notice, then the records deferred and those of the inbox, in order, while the inbox is open (one
+        read for an agent behind this one on a shared slot is skipped). Only this loop decides on inbox records, so
+        they are decided in their order and never more effects run than `concurrency`."""
         while self.mailbox.notices:
             notice = self.mailbox.notices.popleft()
             if notice.tp.topic == REGISTRY:
                 await self._registry(notice.event)
             else:
                 self._control(notice)
+        while self._deferred and not self._full() and self._inbox_open() and not self._stopping.is_set():
+            await self._command(self._deferred.popleft())
         while self.mailbox.inbox and self._inbox_open() and not self._stopping.is_set():
             record = self.mailbox.inbox.popleft()
             if record.offset < self._checkpoint.inbox:
                 continue
-            if self._busy is not None:
-                self._while_busy(record)
+            if self._answers(record):
+                continue
+            if self._full() or self._deferred:
+                self._deferred.append(record)
             else:
                 await self._command(record)
+
+    def _full(self) -> bool:
+        """Whether as many effects run as this agent's concurrency."""
+        return len(self._effects) >= self._config.concurrency
 
     async def _command(self, record: ConsumerRecord) -> None:
         """Decide on one inbox record; effects run in their own task and checkpoint past the record when done."""
         event = await self._decoded(record)
         if event is None:
-            return self._save(record.offset + 1)
+            return self._handle(record.offset + 1)
         decision = decide(HandleInbox(event, now_ms(), self._truth.version), self._checkpoint.state)
         if isinstance(decision, InboxRejected):
             await self._dead_letter(record, RejectedCommand(decision.reason))
-            return self._save(record.offset + 1)
+            return self._handle(record.offset + 1)
         await self._write(decision.events)
         if not decision.effects:
-            return self._save(record.offset + 1)
+            return self._handle(record.offset + 1)
         (effect,) = decision.effects
+        subject = _subject(effect)
+        if subject in self._subjects.values():  # a command sent again while its first copy's effect still runs
+            return self._handle(record.offset + 1)
         if isinstance(effect, Work):
             work = self._work(effect.order)
         elif isinstance(effect, Reply):
             work = self._reply(effect.question)
         else:
             work = self._vote(effect.ballot)
-        self._busy = asyncio.create_task(self._then_checkpoint(work, record.offset + 1))
+        self._subjects[record.offset] = subject
+        self._effects[record.offset] = asyncio.create_task(self._then_checkpoint(work, record.offset))
+        self._handled = max(self._handled, record.offset + 1)
         self._gate()
 
-    async def _then_checkpoint(self, work: Awaitable[None], next_offset: int) -> None:
-        """Run an effect, then checkpoint past its command, handle what was read meanwhile, and take the next one.
+    async def _then_checkpoint(self, work: Awaitable[None], offset: int) -> None:
+        """Run the effect of the command at inbox `offset`, then checkpoint as far as no earlier effect still runs, and
+        let the serve loop take what was read meanwhile.
 
         An effect that fails anyway (a bug, a broker gone for longer than the producer retries) stops the agent without
         checkpointing past the command, so that a restart takes it up again; it never leaves the agent BUSY for good
@@ -232,30 +250,36 @@ class AgentProcess:
         try:
             await work
         except Exception as exc:
-            log.exception(
-                "agent %s: the effect of inbox offset %d failed; stopping", self._config.agent_id, next_offset - 1
-            )
-            self._failed, self._busy = exc, None
+            log.exception("agent %s: the effect of inbox offset %d failed; stopping", self._config.agent_id, offset)
+            self._failed = exc
             self.stop()
             return
-        self._save(next_offset)
-        self._busy = None
-        while self._deferred and self._busy is None:
-            await self._command(self._deferred.popleft())
+        del self._effects[offset], self._subjects[offset]
+        self._handle(self._handled)
         self._gate()
 
-    def _while_busy(self, record: ConsumerRecord) -> None:
-        """An inbox record read while a task waits on a peer: its answer ends the wait, anything else waits its turn."""
+    def _handle(self, after: int) -> None:
+        """Note the inbox handled up to `after`, and checkpoint up to the first command whose effect still runs (a
+        restart reads it again, and the commands after it, which the state then skips or resumes): no offset is
+        saved past an effect not done."""
+        self._handled = max(self._handled, after)
+        self._save(min(self._effects, default=self._handled))
+
+    def _answers(self, record: ConsumerRecord) -> bool:
+        """Whether the record is the answer a task waits on from a peer: it ends the wait (a record read again later
+        is then an answer nobody waits on)."""
+        if not self._waits:
+            return False
         try:
             event = input_event(self._codec, record, None, self._trust)
         except DecodeError:
-            event = None  # dead-lettered when its turn comes
+            return False  # dead-lettered when its turn comes
         if isinstance(event, PeerAnswered):
             waiting = self._waits.get(event.question_id)
             if waiting is not None and not waiting.done():
                 waiting.set_result(event)
-                return
-        self._deferred.append(record)
+                return True
+        return False
 
     async def _register(self) -> tuple[TopicPartition, int]:
         """Register a new run of this agent (the AgentRegistered's id names it); the registry partition it landed in,
@@ -269,6 +293,7 @@ class AgentProcess:
             gpu=self._config.gpu,
             region=self._config.region,
             slot=self._slot,
+            capacity=self._config.concurrency,
         )
         ((landed, after),) = (await self._emit([registered])).items()
         self._registration_id = registered.event_id
@@ -283,19 +308,20 @@ class AgentProcess:
 
     async def _reenlist(self, death: AgentDeclaredDead) -> None:
         """Declared dead while running (its heartbeats did not reach the liveness watch in time, e.g. through a broker
-        outage on its side): hand back the task of the dead run, which the coordinator has reassigned, and register a
+        outage on its side): hand back the tasks of the dead run, which the coordinator has reassigned, and register a
         new run, which the registry and the coordinator take as alive (heartbeats of a dead run never revive it)."""
-        run = self._run
-        self._abandoned = run.order.key if run is not None else None
+        runs = list(self._runs.values())
+        self._abandoned = frozenset(self._runs)
         log.warning(
             "agent %s was declared dead while running (registration %s, no heartbeat seen within %d ms); "
             "%sregistering again",
             self._config.agent_id,
             death.registration_id,
             death.timeout_ms,
-            ""
-            if run is None
-            else f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and ",
+            "".join(
+                f"handing back task {run.order.task_id} of mission {run.order.mission_id}, reassigned since, and "
+                for run in runs
+            ),
         )
         await self._register()
 
@@ -317,7 +343,7 @@ class AgentProcess:
         run: Run | None = dataclasses.replace(first, order=order)
         memories = await self._recall(order.prompt)
         while run is not None:
-            self._run = run
+            self._runs[order.key] = run
             await self._unthrottled.wait()
             reason = self._giving_up(run)
             if reason is not None:
@@ -341,16 +367,16 @@ class AgentProcess:
             if step is not None and step.action.lower() == RECALL:
                 memories = await self._recall(step.content)
             if run is not None and run.waiting is not None:
-                self._run = run
+                self._runs[order.key] = run
                 ended, run = await self._ask(run)
                 await self._write([ended])
-        self._run = None
+        self._runs.pop(order.key, None)
 
     def _giving_up(self, run: Run) -> str | None:
         """Why the run is handed back before its next step (the agent stops, or the run was declared dead), or None."""
         if self._stopping.is_set():
             return "agent stopping"
-        if run.order.key == self._abandoned:
+        if run.order.key in self._abandoned:
             return "declared dead while running; the coordinator has reassigned the task"
         return None
 
@@ -460,15 +486,17 @@ class AgentProcess:
                 self._gate()
 
     async def _drain(self) -> None:
-        """Let the in-flight task finish its step (or release it); give up on a stuck step after drain_s."""
-        if self._busy is None:
+        """Let the in-flight tasks finish their steps (or release them); give up on stuck steps after drain_s."""
+        effects = list(self._effects.values())
+        if not effects:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(self._busy), self._config.drain_s)
-        except TimeoutError:
-            self._busy.cancel()
-            run = self._run
-            if run is not None and run.order.key not in self._checkpoint.state.closed:
+        _, stuck = await asyncio.wait(effects, timeout=self._config.drain_s)
+        if not stuck:
+            return
+        for effect in stuck:
+            effect.cancel()
+        for run in list(self._runs.values()):
+            if run.order.key not in self._checkpoint.state.closed:
                 ended = (
                     [wait_ended(run, "CANCELLED", None, "this agent is stopping", now_ms())[0]] if run.waiting else []
                 )
@@ -480,7 +508,7 @@ class AgentProcess:
         loop = asyncio.get_running_loop()
         start = loop.time()
         for sequence in itertools.count():
-            run = self._run
+            run = next(iter(self._runs.values()), None)  # the oldest task in progress
             with contextlib.suppress(KafkaError):
                 await self._emit(
                     [
@@ -503,13 +531,13 @@ class AgentProcess:
             return "DRAINING"
         if self._checkpoint.state.throttled:
             return "THROTTLED"
-        return "BUSY" if self._busy else "IDLE"
+        return "BUSY" if self._effects else "IDLE"
 
     def _inbox_open(self) -> bool:
-        """Whether to take inbox records: while idle (nothing deferred, not throttled, not stopping), or while a task
-        waits on a peer (its answer arrives there)."""
+        """Whether to take inbox records: while an effect can start (fewer running than `concurrency`, not throttled,
+        not stopping), or while a task waits on a peer (its answer arrives there; other records wait their turn)."""
         throttled = self._checkpoint.state.throttled
-        return bool(self._waits) or not (self._busy or self._deferred or throttled or self._stopping.is_set())
+        return bool(self._waits) or not (self._full() or throttled or self._stopping.is_set())
 
     def _gate(self) -> None:
         """Let the step loop run unless throttled, and look at the inbox again when it is open."""
@@ -517,7 +545,7 @@ class AgentProcess:
             self._unthrottled.clear()
         else:
             self._unthrottled.set()
-        if self.mailbox.inbox and self._inbox_open():
+        if (self.mailbox.inbox or (self._deferred and not self._full())) and self._inbox_open():
             self.mailbox.ready.set()
 
     async def _shown(self, texts: Mapping[str, str]) -> dict[str, str]:
@@ -609,6 +637,18 @@ class AgentProcess:
     def _stamp(self, event_class: type[E], **fields: Any) -> E:
         """A fresh event from this agent (registry and heartbeat facts, not caused by a command)."""
         return stamp(event_class, producer=self._name, agent_id=self._config.agent_id, **fields)
+
+
+def _subject(effect: Work | Reply | Vote) -> object:
+    """What an effect is about (a task attempt, a question, a ballot): two effects about one never run at once, so a
+    command sent again while its first copy runs (a coordinator re-sending its assignments) is not done twice."""
+    match effect:
+        case Work(order=order):
+            return order.key
+        case Reply(question=question):
+            return ("question", question.question_id)
+        case Vote(ballot=ballot):
+            return ("ballot", ballot.ballot_id)
 
 
 async def run_agent(config: AgentConfig, settings: Settings) -> None:

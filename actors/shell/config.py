@@ -30,3 +30,5 @@ class AgentConfig:
     ask_timeout_s: float = 60.0
     ground_truth: str = DEFAULT_DOCUMENT
     resync_s: float = 60.0
+    concurrency: int = 1
+    """How many tasks it runs at once (announced as its capacity; the brain batches their generations)."""

@@ -36,6 +36,15 @@ MaxTokens = Annotated[
     ),
 ]
 HeartbeatS = Annotated[float, typer.Option(help="Seconds between heartbeats.")]
+Concurrency = Annotated[
+    int,
+    typer.Option(
+        envvar="SWARMLOG_CONCURRENCY",
+        min=1,
+        help="Tasks an agent runs at once (its capacity: the coordinator routes up to this many to it; the vllm "
+        "brain batches their generations).",
+    ),
+]
 AskPeers = Annotated[
     bool,
     typer.Option(
@@ -77,6 +86,7 @@ def agent(
     ] = None,
     data_dir: DataDir = None,
     heartbeat_s: HeartbeatS = 1.0,
+    concurrency: Concurrency = 1,
     ask_peers: AskPeers = False,
     ask_timeout_s: AskTimeoutS = 60.0,
     ground_truth: GroundTruthDocument = "main",
@@ -115,6 +125,7 @@ def fleet(
     region: Region = "region-0",
     data_dir: DataDir = None,
     heartbeat_s: HeartbeatS = 1.0,
+    concurrency: Concurrency = 1,
     ask_peers: AskPeers = False,
     ask_timeout_s: AskTimeoutS = 60.0,
     ground_truth: GroundTruthDocument = "main",
@@ -156,6 +167,7 @@ class _Shared:
     region: str
     data_dir: Path | None
     heartbeat_s: float
+    concurrency: int
     ask_peers: bool
     ask_timeout_s: float
     ground_truth: str
@@ -180,6 +192,7 @@ class _Shared:
             slot=_slot(settings, agent_id, slot),
             data_dir=self.data_dir or settings.cache_dir / "agents",
             heartbeat_s=self.heartbeat_s,
+            concurrency=self.concurrency,
             ask_peers=self.ask_peers,
             ask_timeout_s=self.ask_timeout_s,
             ground_truth=self.ground_truth,
