@@ -7,7 +7,8 @@ rows changed since are written to the table's changelog, one record per changed 
 the inputs' offsets are committed once those writes are acknowledged.
 
 Recovery: the range assignor gives a member partition p of every input (they are co-partitioned), and the table's
-partition p with them. Its rows are read back from the changelog (compacted on Kafka: CHANGELOG_CONFIGS), and its
+partition p with them (so the changelog has as many partitions as the inputs: run.py creates it so, and refuses to
+start on one that has not). Its rows are read back from the changelog (compacted on Kafka: CHANGELOG_CONFIGS), and its
 inputs are folded again from the committed offsets, which are never ahead of the changelog. A crash between a flush's
 writes and its commit folds some events twice, which every keyed fold takes as a no-op (at least once, as Faust's
 tables were).
