@@ -97,7 +97,8 @@ class RejectedCommand(SwarmlogError):
 
 class AgentProcess:
     """One agent actor: it takes its inbox records in order, each command's effect (a task, a vote, a reply) in a task
-    of its own, up to `concurrency` of them at once, none while throttled, so heartbeats and control flow on. Its host (actors/shell/host.py) reads for it and lends it the clients, store and memory."""
+    of its own, up to `concurrency` of them at once, none while throttled, so heartbeats and control flow on. Its host
+    (actors/shell/host.py) reads for it and lends it the clients, store and memory."""
 
     def __init__(self, config: AgentConfig, settings: Settings, brain: Brain, sensor: Sensor | None = None) -> None:
         self._config, self._settings, self._brain = config, settings, brain
@@ -617,7 +618,8 @@ class AgentProcess:
         return record.key in (None, b"*", self._config.agent_id.encode())
 
     async def _dead_letter(self, record: ConsumerRecord, error: Exception) -> None:
-        """Write a record this agent cannot use to the dead-letter topic, with its coordinates and the reason (one WARNING).
+        """Write a record this agent cannot use to the dead-letter topic, with its coordinates and the reason (one
+        WARNING).
 
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
         checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
