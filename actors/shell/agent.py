@@ -618,8 +618,7 @@ class AgentProcess:
         return record.key in (None, b"*", self._config.agent_id.encode())
 
     async def _dead_letter(self, record: ConsumerRecord, error: Exception) -> None:
-        """Write a record this agent cannot use to the dead-letter topic, with its coordinates and the reason (one
-        WARNING).
+        """Dead-letter a record this agent cannot use, with its coordinates and the reason (one WARNING).
 
         The dead letter's id derives from the record's coordinates, so a record read again (after kill -9 before the
         checkpoint, or when a rebuilt agent reads its inbox from the log start) is written as the same dead letter,
