@@ -51,6 +51,7 @@ from swarmlog.schemas.records import (
     PhaseStarted,
     PlanAdopted,
     SlotAllocated,
+    SlotReleased,
     TaskAssigned,
     TaskCancelled,
     TaskCrossChecked,
@@ -137,8 +138,8 @@ def _apply(state: State, event: Event) -> State | None:
             return _cross_checked(state, event)
         case AgentEnlisted():
             return _enlisted(state, event)
-        case AgentDelisted(agent_id=agent_id):
-            return _put_agent(state, dataclasses.replace(state.agents[agent_id], alive=False))
+        case AgentDelisted(agent_id=agent_id, occurred_at=at):
+            return _put_agent(state, dataclasses.replace(state.agents[agent_id], alive=False, delisted_at=at))
         case AgentThrottleNoted(agent_id=agent_id, throttled=throttled):
             return _put_agent(state, dataclasses.replace(state.agents[agent_id], throttled=throttled))
         case VoteRequested():
@@ -159,6 +160,11 @@ def _apply(state: State, event: Event) -> State | None:
         case SlotAllocated(agent_id=agent_id, slot=slot, causation_id=request):
             requests = state.slot_requests if request is None else {**state.slot_requests, agent_id: request}
             return dataclasses.replace(state, slots={**state.slots, agent_id: slot}, slot_requests=requests)
+        case SlotReleased(agent_id=agent_id):
+            slots = {key: held for key, held in state.slots.items() if key != agent_id}
+            state = dataclasses.replace(state, slots=slots)  # its answered request stays: a redelivery is not answered
+            known = state.agents.get(agent_id)
+            return state if known is None else _put_agent(state, dataclasses.replace(known, released=True))
         case DeadlockBroken(wait_id=wait_id):
             return dataclasses.replace(state, broken_waits=state.broken_waits | {wait_id})
     return None
@@ -364,6 +370,8 @@ def _enlisted(state: State, event: AgentEnlisted) -> State:
             model=event.model,
             alive=True,
             capacity=event.capacity,
+            delisted_at=None,
+            released=False,
         ),
     )
 

@@ -1,5 +1,5 @@
 """The messages journal events send to agents: on the inbox, partition = the recipient's slot, key = its id; a slot
-allocation also goes to swarm.agents.slots, keyed by the agent (its host reads it there, before it has a slot)."""
+allocation or release also goes to swarm.agents.slots, keyed by the agent (its host reads it there, before it has a slot)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from collections.abc import Iterable
 from swarmlog.coordinator import deadlock
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import DeadlockBroken, SlotAllocated, TaskAssigned, TaskCancelled, VoteRequested
+from swarmlog.schemas.records import (
+    DeadlockBroken,
+    SlotAllocated,
+    SlotReleased,
+    TaskAssigned,
+    TaskCancelled,
+    VoteRequested,
+)
 from swarmlog.topics import INBOX, SLOTS
 
 
@@ -35,7 +42,7 @@ def messages(events: Iterable[Event], state: State) -> list[Message]:
                 message = event
             case DeadlockBroken(waiter_agent_id=agent_id):
                 message = deadlock.answer(event)
-            case SlotAllocated(agent_id=agent_id):
+            case SlotAllocated(agent_id=agent_id) | SlotReleased(agent_id=agent_id):
                 found.append(Message(event, agent_id, None, SLOTS))
                 continue
             case _:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmlog.coordinator import crosscheck, placement, plan, starts, voting
+from swarmlog.coordinator import crosscheck, placement, plan, slots, starts, voting
 from swarmlog.coordinator.dispatch import cancel, output, route
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
@@ -81,7 +81,9 @@ def _invalid(event: MissionSubmitted, config: Config) -> str | None:
 
 def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
     """Fail missions past their deadline, time out closed consensus windows (a task's cross-check, the mission's
-    ballot), take back attempts never started, and retire missions ended longer ago than the retention."""
+    ballot), take back attempts never started, retire missions ended longer ago than the retention, and release the
+    slots of agents delisted longer than the slot retention."""
+    slots.release_due(draft)
     for mission in list(draft.state.missions.values()):
         if not mission.active:
             _retire_if_due(draft, mission)

@@ -1,12 +1,16 @@
 """Inbox slots: each agent of a region gets an inbox partition of its own, from the region's share of the inbox.
 
 The inbox's partitions are shared out between regions by index (region i of R holds the partitions p with
-p % R == i), so coordinators allocate side by side without asking each other. An agent keeps its slot for good (its
-checkpointed inbox position stays valid), and asking again answers with the same slot. Agents started with an
-explicit `--slot` are the operator's choice: their slots are never allocated to another agent of the region.
+p % R == i), so coordinators allocate side by side without asking each other. An agent keeps its slot while it may
+read it: asking again answers with the same slot. Its slot is released (SlotReleased) when it says goodbye
+(AgentDeregistered: it stopped reading) or when it has been delisted longer than `Config.retain_slot_ms` (declared
+dead, and never back); a released slot is allocated again, lowest first, and an agent that comes back asks again
+and gets whichever slot is free. Agents started with an explicit `--slot` are the operator's choice: their slots are
+never allocated to another agent of the region (nor released).
 
 The answer to a request is journaled and then written to swarm.agents.slots; a host that does not see it (the
-coordinator crashed in between) asks again with a new request, which is answered again with the same slot.
+coordinator crashed in between) asks again with a new request, which is answered again with the same slot. A release
+is written there too, under the agent's key, so it supersedes the agent's allocation when the topic is compacted.
 """
 
 from __future__ import annotations
@@ -16,13 +20,18 @@ from collections.abc import Iterable
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import State
 from swarmlog.schemas.events import Event
-from swarmlog.schemas.records import SlotAllocated, SlotRequested
+from swarmlog.schemas.records import SlotAllocated, SlotReleased, SlotRequested
 
 
 def share(state: State) -> range:
     """The inbox partitions this region allocates from."""
     config = state.config
     return range(config.regions.index(config.region), config.inbox_partitions, len(config.regions))
+
+
+def taken(state: State) -> set[int]:
+    """The slots no new agent may get: allocated ones, and every enlisted agent's whose slot was not released."""
+    return {*state.slots.values(), *(agent.slot for agent in state.agents.values() if not agent.released)}
 
 
 def on_requested(draft: Draft, requested: SlotRequested) -> None:
@@ -34,8 +43,8 @@ def on_requested(draft: Draft, requested: SlotRequested) -> None:
         return  # this request was answered (a redelivery); a new one is answered again, in case the answer was lost
     slot = state.slots.get(requested.agent_id)
     if slot is None:
-        taken = {*state.slots.values(), *(agent.slot for agent in state.agents.values())}
-        slot = next((free for free in share(state) if free not in taken), None)
+        busy = taken(state)
+        slot = next((free for free in share(state) if free not in busy), None)
     if slot is not None:
         draft.emit(
             SlotAllocated,
@@ -47,7 +56,28 @@ def on_requested(draft: Draft, requested: SlotRequested) -> None:
         )
 
 
-def announced(events: Iterable[Event]) -> list[SlotAllocated]:
-    """The allocations among a decision's journal events: each is also written to swarm.agents.slots (keyed by its
-    agent), where the agent's host reads it."""
-    return [event for event in events if isinstance(event, SlotAllocated)]
+def release(draft: Draft, agent_id: str, reason: str) -> None:
+    """SlotReleased for a delisted agent's allocated slot (nothing when it holds none, or is enlisted)."""
+    state = draft.state
+    agent = state.agents.get(agent_id)
+    slot = state.slots.get(agent_id)
+    if slot is None or (agent is not None and agent.alive):
+        return
+    draft.emit(SlotReleased, None, agent_id=agent_id, region=state.config.region, slot=slot, reason=reason)
+
+
+def release_due(draft: Draft) -> None:
+    """Release the slots of agents delisted longer than the slot retention (declared dead and not back)."""
+    retain = draft.state.config.retain_slot_ms
+    for agent_id in sorted(draft.state.slots):
+        agent = draft.state.agents.get(agent_id)
+        if agent is None or agent.alive or agent.delisted_at is None:
+            continue  # enlisted, or never enlisted here (a request whose agent never registered)
+        if draft.now_ms - agent.delisted_at >= retain:
+            release(draft, agent_id, f"delisted for {draft.now_ms - agent.delisted_at} ms")
+
+
+def announced(events: Iterable[Event]) -> list[SlotAllocated | SlotReleased]:
+    """The allocations and releases among a decision's journal events: each is also written to swarm.agents.slots
+    (keyed by its agent), where the agent's host reads it."""
+    return [event for event in events if isinstance(event, SlotAllocated | SlotReleased)]

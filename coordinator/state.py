@@ -22,6 +22,9 @@ START_BACKOFF_MAX = 8
 between equally busy agents; 8x the default stays well below the agents' 10-minute limit on a stale assignment."""
 RETAIN_ENDED_MS = 60_000
 """How long an ended mission stays in the live state (status, `replay state coordinator`) before it is retired."""
+RETAIN_SLOT_MS = 24 * 3_600_000
+"""How long a delisted agent that did not say goodbye (declared dead) keeps its allocated inbox slot before it is
+released: long enough that an agent wrongly declared dead (a partition, a long pause) has long stopped or come back."""
 
 # Replica statuses.
 PENDING = "PENDING"
@@ -49,6 +52,7 @@ class Config:
     regions: tuple[str, ...] = ("default",)
     start_timeout_ms: int = START_TIMEOUT_MS
     retain_ended_ms: int = RETAIN_ENDED_MS
+    retain_slot_ms: int = RETAIN_SLOT_MS
     inbox_partitions: int = 64
     """The inbox partitions slots are allocated from (the topic's count when the coordinator started)."""
 
@@ -69,6 +73,10 @@ class EnlistedAgent:
     load: int = 0
     capacity: int = 1
     """How many task attempts it runs at once (AgentEnlisted.capacity)."""
+    delisted_at: int | None = None
+    """When it was delisted (AgentDelisted), while it is: its allocated slot is released RETAIN_SLOT_MS later."""
+    released: bool = False
+    """Whether its slot was released (SlotReleased) since it was last enlisted: the slot is no longer its own."""
 
     @property
     def busy(self) -> bool:
@@ -245,7 +253,7 @@ class State:
     """Retired missions' ids: a persistent set, so that retiring one costs O(log n), not a copy of them all."""
     broken_waits: frozenset[str] = frozenset()
     slots: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    """The inbox slot allocated to each agent of the region (SlotAllocated): an agent keeps its slot for good."""
+    """The inbox slot allocated to each agent of the region (SlotAllocated) until it is released (SlotReleased)."""
     slot_requests: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The id of the last SlotRequested answered, per agent (a redelivered request is not answered twice)."""
     idle: frozenset[str] = frozenset()

@@ -6588,6 +6588,136 @@ def _s36_record1(bytes b, Py_ssize_t p):
     n = b[p]
     if n < 128:
         p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v8 = b[p:e].decode('utf-8')
+    p = e
+    return _records.SlotReleased(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
+
+
+def _s37_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
         if n & 1:
             raise ValueError('negative length')
         e = p + (n >> 1)
@@ -6601,13 +6731,13 @@ def _s36_record1(bytes b, Py_ssize_t p):
     return _records.SlotRequested(v0, v1, v4, v5, v6, v2, v3, v7), p
 
 
-_s37_const2 = ('WORK', 'PLAN', 'FINAL')
+_s38_const2 = ('WORK', 'PLAN', 'FINAL')
 
 
-def _s37_record1(bytes b, Py_ssize_t p):
+def _s38_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s37_count4, _s37_count7
+    cdef long long _s38_count4, _s38_count7
     size = len(b)
     n = b[p]
     if n < 128:
@@ -6732,7 +6862,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v9 = _s37_const2[n >> 1]
+    v9 = _s38_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -6768,18 +6898,18 @@ def _s37_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v13 = b[p:e].decode('utf-8')
     p = e
-    _s37_items3 = {}
-    _s37_count4 = b[p]
-    if _s37_count4 < 128:
+    _s38_items3 = {}
+    _s38_count4 = b[p]
+    if _s38_count4 < 128:
         p += 1
-        _s37_count4 = (_s37_count4 >> 1) ^ -(_s37_count4 & 1)
+        _s38_count4 = (_s38_count4 >> 1) ^ -(_s38_count4 & 1)
     else:
-        _s37_count4, p = _long(b, p)
-    while _s37_count4:
-        if _s37_count4 < 0:
-            _s37_count4 = -_s37_count4
+        _s38_count4, p = _long(b, p)
+    while _s38_count4:
+        if _s38_count4 < 0:
+            _s38_count4 = -_s38_count4
             _, p = _long(b, p)
-        for _ in range(_s37_count4):
+        for _ in range(_s38_count4):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6791,7 +6921,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s37_key5 = b[p:e].decode('utf-8')
+            _s38_key5 = b[p:e].decode('utf-8')
             p = e
             n = b[p]
             if n < 128:
@@ -6804,27 +6934,27 @@ def _s37_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s37_items3[_s37_key5] = b[p:e].decode('utf-8')
+            _s38_items3[_s38_key5] = b[p:e].decode('utf-8')
             p = e
-        _s37_count4 = b[p]
-        if _s37_count4 < 128:
+        _s38_count4 = b[p]
+        if _s38_count4 < 128:
             p += 1
-            _s37_count4 = (_s37_count4 >> 1) ^ -(_s37_count4 & 1)
+            _s38_count4 = (_s38_count4 >> 1) ^ -(_s38_count4 & 1)
         else:
-            _s37_count4, p = _long(b, p)
-    v14 = _s37_items3
-    _s37_items6 = []
-    _s37_count7 = b[p]
-    if _s37_count7 < 128:
+            _s38_count4, p = _long(b, p)
+    v14 = _s38_items3
+    _s38_items6 = []
+    _s38_count7 = b[p]
+    if _s38_count7 < 128:
         p += 1
-        _s37_count7 = (_s37_count7 >> 1) ^ -(_s37_count7 & 1)
+        _s38_count7 = (_s38_count7 >> 1) ^ -(_s38_count7 & 1)
     else:
-        _s37_count7, p = _long(b, p)
-    while _s37_count7:
-        if _s37_count7 < 0:
-            _s37_count7 = -_s37_count7
+        _s38_count7, p = _long(b, p)
+    while _s38_count7:
+        if _s38_count7 < 0:
+            _s38_count7 = -_s38_count7
             _, p = _long(b, p)
-        for _ in range(_s37_count7):
+        for _ in range(_s38_count7):
             n = b[p]
             if n < 128:
                 p += 1
@@ -6836,16 +6966,16 @@ def _s37_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s37_item8 = b[p:e].decode('utf-8')
+            _s38_item8 = b[p:e].decode('utf-8')
             p = e
-            _s37_items6.append(_s37_item8)
-        _s37_count7 = b[p]
-        if _s37_count7 < 128:
+            _s38_items6.append(_s38_item8)
+        _s38_count7 = b[p]
+        if _s38_count7 < 128:
             p += 1
-            _s37_count7 = (_s37_count7 >> 1) ^ -(_s37_count7 & 1)
+            _s38_count7 = (_s38_count7 >> 1) ^ -(_s38_count7 & 1)
         else:
-            _s37_count7, p = _long(b, p)
-    v15 = _s37_items6
+            _s38_count7, p = _long(b, p)
+    v15 = _s38_items6
     n = b[p]
     if n < 128:
         p += 1
@@ -6856,7 +6986,7 @@ def _s37_record1(bytes b, Py_ssize_t p):
     return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
 
 
-def _s38_record1(bytes b, Py_ssize_t p):
+def _s39_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7006,7 +7136,7 @@ def _s38_record1(bytes b, Py_ssize_t p):
     return _records.TaskCancelled(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-def _s39_record1(bytes b, Py_ssize_t p):
+def _s40_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7213,13 +7343,13 @@ def _s39_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14, v16, v17), p
 
 
-_s40_const2 = ('EQUAL',)
+_s41_const2 = ('EQUAL',)
 
 
-_s40_const3 = ('AGREED', 'TIE_BREAK', 'DISPUTED')
+_s41_const3 = ('AGREED', 'TIE_BREAK', 'DISPUTED')
 
 
-def _s40_record7(bytes b, Py_ssize_t p):
+def _s41_record7(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7253,10 +7383,10 @@ def _s40_record7(bytes b, Py_ssize_t p):
     return _records.ComparedReplica(v0, v1, v2), p
 
 
-def _s40_record1(bytes b, Py_ssize_t p):
+def _s41_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s40_count5
+    cdef long long _s41_count5
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7367,14 +7497,14 @@ def _s40_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v7 = _s40_const2[n >> 1]
+    v7 = _s41_const2[n >> 1]
     n = b[p]
     p += 1
     if n > 127:
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s40_const3[n >> 1]
+    v8 = _s41_const3[n >> 1]
     n = b[p]
     p += 1
     if n > 127:
@@ -7398,27 +7528,27 @@ def _s40_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v10 = _int(n)
-    _s40_items4 = []
-    _s40_count5 = b[p]
-    if _s40_count5 < 128:
+    _s41_items4 = []
+    _s41_count5 = b[p]
+    if _s41_count5 < 128:
         p += 1
-        _s40_count5 = (_s40_count5 >> 1) ^ -(_s40_count5 & 1)
+        _s41_count5 = (_s41_count5 >> 1) ^ -(_s41_count5 & 1)
     else:
-        _s40_count5, p = _long(b, p)
-    while _s40_count5:
-        if _s40_count5 < 0:
-            _s40_count5 = -_s40_count5
+        _s41_count5, p = _long(b, p)
+    while _s41_count5:
+        if _s41_count5 < 0:
+            _s41_count5 = -_s41_count5
             _, p = _long(b, p)
-        for _ in range(_s40_count5):
-            _s40_item6, p = _s40_record7(b, p)
-            _s40_items4.append(_s40_item6)
-        _s40_count5 = b[p]
-        if _s40_count5 < 128:
+        for _ in range(_s41_count5):
+            _s41_item6, p = _s41_record7(b, p)
+            _s41_items4.append(_s41_item6)
+        _s41_count5 = b[p]
+        if _s41_count5 < 128:
             p += 1
-            _s40_count5 = (_s40_count5 >> 1) ^ -(_s40_count5 & 1)
+            _s41_count5 = (_s41_count5 >> 1) ^ -(_s41_count5 & 1)
         else:
-            _s40_count5, p = _long(b, p)
-    v11 = _s40_items4
+            _s41_count5, p = _long(b, p)
+    v11 = _s41_items4
     n = b[p]
     p += 1
     if n > 127:
@@ -7447,10 +7577,10 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskCrossChecked(v0, v1, v4, v5, v6, v8, v10, v2, v3, v7, v9, v11, v12, v13, v14), p
 
 
-_s41_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
+_s42_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
 
 
-def _s41_record1(bytes b, Py_ssize_t p):
+def _s42_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -7590,7 +7720,7 @@ def _s41_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v10 = _s41_const2[n >> 1]
+    v10 = _s42_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -7657,10 +7787,10 @@ def _s41_record1(bytes b, Py_ssize_t p):
     return _records.TaskFailed(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v2, v3, v12, v13, v14, v15, v16), p
 
 
-def _s42_record1(bytes b, Py_ssize_t p):
+def _s43_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s42_count3
+    cdef long long _s43_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -7779,18 +7909,18 @@ def _s42_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s42_items2 = []
-    _s42_count3 = b[p]
-    if _s42_count3 < 128:
+    _s43_items2 = []
+    _s43_count3 = b[p]
+    if _s43_count3 < 128:
         p += 1
-        _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
+        _s43_count3 = (_s43_count3 >> 1) ^ -(_s43_count3 & 1)
     else:
-        _s42_count3, p = _long(b, p)
-    while _s42_count3:
-        if _s42_count3 < 0:
-            _s42_count3 = -_s42_count3
+        _s43_count3, p = _long(b, p)
+    while _s43_count3:
+        if _s43_count3 < 0:
+            _s43_count3 = -_s43_count3
             _, p = _long(b, p)
-        for _ in range(_s42_count3):
+        for _ in range(_s43_count3):
             n = b[p]
             if n < 128:
                 p += 1
@@ -7802,16 +7932,16 @@ def _s42_record1(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s42_item4 = b[p:e].decode('utf-8')
+            _s43_item4 = b[p:e].decode('utf-8')
             p = e
-            _s42_items2.append(_s42_item4)
-        _s42_count3 = b[p]
-        if _s42_count3 < 128:
+            _s43_items2.append(_s43_item4)
+        _s43_count3 = b[p]
+        if _s43_count3 < 128:
             p += 1
-            _s42_count3 = (_s42_count3 >> 1) ^ -(_s42_count3 & 1)
+            _s43_count3 = (_s43_count3 >> 1) ^ -(_s43_count3 & 1)
         else:
-            _s42_count3, p = _long(b, p)
-    v9 = _s42_items2
+            _s43_count3, p = _long(b, p)
+    v9 = _s43_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -7826,156 +7956,6 @@ def _s42_record1(bytes b, Py_ssize_t p):
     v10 = b[p:e].decode('utf-8')
     p = e
     return _records.TaskQueued(v0, v1, v4, v5, v6, v7, v8, v10, v2, v3, v9), p
-
-
-def _s43_record1(bytes b, Py_ssize_t p):
-    cdef Py_ssize_t size, e
-    cdef long long n
-    size = len(b)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v0 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v1 = n
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v2 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v2 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    p += 1
-    if n > 127:
-        raise ValueError('union or enum index past one byte')
-    if n == 0:
-        v3 = None
-    elif n == 2:
-        n = b[p]
-        if n < 128:
-            p += 1
-            if n & 1:
-                raise ValueError('negative length')
-            e = p + (n >> 1)
-        else:
-            n, p = _long(b, p)
-            e = _length(n, p, size)
-        if e > size:
-            raise ValueError('length past the payload')
-        v3 = b[p:e].decode('utf-8')
-        p = e
-    else:
-        raise ValueError(f'union index byte {n}')
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v4 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v5 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v6 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v7 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        n = (n >> 1) ^ -(n & 1)
-    else:
-        n, p = _long(b, p)
-    v8 = _int(n)
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v9 = b[p:e].decode('utf-8')
-    p = e
-    n = b[p]
-    if n < 128:
-        p += 1
-        if n & 1:
-            raise ValueError('negative length')
-        e = p + (n >> 1)
-    else:
-        n, p = _long(b, p)
-        e = _length(n, p, size)
-    if e > size:
-        raise ValueError('length past the payload')
-    v10 = b[p:e].decode('utf-8')
-    p = e
-    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s44_record1(bytes b, Py_ssize_t p):
@@ -8125,10 +8105,160 @@ def _s44_record1(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v10 = b[p:e].decode('utf-8')
     p = e
-    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+    return _records.TaskReassigned(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
 def _s45_record1(bytes b, Py_ssize_t p):
+    cdef Py_ssize_t size, e
+    cdef long long n
+    size = len(b)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v0 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v1 = n
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v2 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v2 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v3 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v3 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v4 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v5 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v6 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v7 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v8 = _int(n)
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v9 = b[p:e].decode('utf-8')
+    p = e
+    n = b[p]
+    if n < 128:
+        p += 1
+        if n & 1:
+            raise ValueError('negative length')
+        e = p + (n >> 1)
+    else:
+        n, p = _long(b, p)
+        e = _length(n, p, size)
+    if e > size:
+        raise ValueError('length past the payload')
+    v10 = b[p:e].decode('utf-8')
+    p = e
+    return _records.TaskReleased(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+
+
+def _s46_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8307,7 +8437,7 @@ def _s45_record1(bytes b, Py_ssize_t p):
     return _records.TaskResultRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11, v12, v13, v14, v15), p
 
 
-def _s46_record1(bytes b, Py_ssize_t p):
+def _s47_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8444,7 +8574,7 @@ def _s46_record1(bytes b, Py_ssize_t p):
     return _records.TaskStartRecorded(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3), p
 
 
-def _s47_record1(bytes b, Py_ssize_t p):
+def _s48_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8597,10 +8727,10 @@ def _s47_record1(bytes b, Py_ssize_t p):
     return _records.TaskStarted(v0, v1, v4, v5, v6, v7, v8, v9, v2, v3, v10), p
 
 
-_s48_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
+_s49_const2 = ('ANSWER', 'ASK', 'REMEMBER', 'RECALL', 'VOTE', 'FAIL')
 
 
-def _s48_record1(bytes b, Py_ssize_t p):
+def _s49_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8747,7 +8877,7 @@ def _s48_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v11 = _s48_const2[n >> 1]
+    v11 = _s49_const2[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -8805,7 +8935,7 @@ def _s48_record1(bytes b, Py_ssize_t p):
     return _records.TaskStepTaken(v0, v1, v4, v5, v6, v7, v8, v9, v10, v11, v12, v2, v3, v13, v14, v15, v16), p
 
 
-def _s49_record1(bytes b, Py_ssize_t p):
+def _s50_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -8973,7 +9103,7 @@ def _s49_record1(bytes b, Py_ssize_t p):
     return _records.TokensUsed(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s50_record1(bytes b, Py_ssize_t p):
+def _s51_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9133,7 +9263,7 @@ def _s50_record1(bytes b, Py_ssize_t p):
     return _records.VoteCast(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10), p
 
 
-def _s51_record1(bytes b, Py_ssize_t p):
+def _s52_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9271,7 +9401,7 @@ def _s51_record1(bytes b, Py_ssize_t p):
     return _records.VoteRecorded(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9), p
 
 
-def _s52_record5(bytes b, Py_ssize_t p):
+def _s53_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9317,10 +9447,10 @@ def _s52_record5(bytes b, Py_ssize_t p):
     return _records.Candidate(v0, v1, v2), p
 
 
-def _s52_record1(bytes b, Py_ssize_t p):
+def _s53_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s52_count3
+    cdef long long _s53_count3
     size = len(b)
     n = b[p]
     if n < 128:
@@ -9445,27 +9575,27 @@ def _s52_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v8 = _int(n)
-    _s52_items2 = []
-    _s52_count3 = b[p]
-    if _s52_count3 < 128:
+    _s53_items2 = []
+    _s53_count3 = b[p]
+    if _s53_count3 < 128:
         p += 1
-        _s52_count3 = (_s52_count3 >> 1) ^ -(_s52_count3 & 1)
+        _s53_count3 = (_s53_count3 >> 1) ^ -(_s53_count3 & 1)
     else:
-        _s52_count3, p = _long(b, p)
-    while _s52_count3:
-        if _s52_count3 < 0:
-            _s52_count3 = -_s52_count3
+        _s53_count3, p = _long(b, p)
+    while _s53_count3:
+        if _s53_count3 < 0:
+            _s53_count3 = -_s53_count3
             _, p = _long(b, p)
-        for _ in range(_s52_count3):
-            _s52_item4, p = _s52_record5(b, p)
-            _s52_items2.append(_s52_item4)
-        _s52_count3 = b[p]
-        if _s52_count3 < 128:
+        for _ in range(_s53_count3):
+            _s53_item4, p = _s53_record5(b, p)
+            _s53_items2.append(_s53_item4)
+        _s53_count3 = b[p]
+        if _s53_count3 < 128:
             p += 1
-            _s52_count3 = (_s52_count3 >> 1) ^ -(_s52_count3 & 1)
+            _s53_count3 = (_s53_count3 >> 1) ^ -(_s53_count3 & 1)
         else:
-            _s52_count3, p = _long(b, p)
-    v9 = _s52_items2
+            _s53_count3, p = _long(b, p)
+    v9 = _s53_items2
     n = b[p]
     if n < 128:
         p += 1
@@ -9476,10 +9606,10 @@ def _s52_record1(bytes b, Py_ssize_t p):
     return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s53_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
+_s54_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
 
 
-def _s53_record1(bytes b, Py_ssize_t p):
+def _s54_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9605,11 +9735,11 @@ def _s53_record1(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v8 = _s53_const2[n >> 1]
+    v8 = _s54_const2[n >> 1]
     return _records.WaitEnded(v0, v1, v4, v5, v6, v7, v8, v2, v3), p
 
 
-def _s54_record1(bytes b, Py_ssize_t p):
+def _s55_record1(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -9813,23 +9943,24 @@ READERS = {
     '9692641e8a56564c': _s33_record1,  # ShareCompleted v1
     '7c06332049f9e8be': _s34_record1,  # ShareMoved v1
     '59f53a1c93a08c73': _s35_record1,  # SlotAllocated v1
-    '990068b4eea72e52': _s36_record1,  # SlotRequested v1
-    '863cce9607afcb40': _s37_record1,  # TaskAssigned v1
-    'f4e49451418d89a6': _s38_record1,  # TaskCancelled v1
-    '40a1ef3122c7cca3': _s39_record1,  # TaskCompleted v2
-    '38f5d1bb69081177': _s40_record1,  # TaskCrossChecked v1
-    'cbb1794a558181c4': _s41_record1,  # TaskFailed v1
-    'f51ee8a810a6e6a8': _s42_record1,  # TaskQueued v1
-    '1df74edb95e4307f': _s43_record1,  # TaskReassigned v1
-    '13d7eb9eb4c7f907': _s44_record1,  # TaskReleased v1
-    '2666d63e0bb9c0fd': _s45_record1,  # TaskResultRecorded v1
-    '211655e567231fac': _s46_record1,  # TaskStartRecorded v1
-    'e6a663f565b98225': _s47_record1,  # TaskStarted v1
-    'a61d12095f0bed23': _s48_record1,  # TaskStepTaken v2
-    '805eed139064fb28': _s49_record1,  # TokensUsed v1
-    '11c59da0933bb0e7': _s50_record1,  # VoteCast v1
-    'fb04b7e29f19942a': _s51_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s52_record1,  # VoteRequested v1
-    '0385cbfc60771b43': _s53_record1,  # WaitEnded v1
-    '39a1c9e7b9e4a5b7': _s54_record1,  # WaitStarted v1
+    'c025e1afc95ea3f0': _s36_record1,  # SlotReleased v1
+    '990068b4eea72e52': _s37_record1,  # SlotRequested v1
+    '863cce9607afcb40': _s38_record1,  # TaskAssigned v1
+    'f4e49451418d89a6': _s39_record1,  # TaskCancelled v1
+    '40a1ef3122c7cca3': _s40_record1,  # TaskCompleted v2
+    '38f5d1bb69081177': _s41_record1,  # TaskCrossChecked v1
+    'cbb1794a558181c4': _s42_record1,  # TaskFailed v1
+    'f51ee8a810a6e6a8': _s43_record1,  # TaskQueued v1
+    '1df74edb95e4307f': _s44_record1,  # TaskReassigned v1
+    '13d7eb9eb4c7f907': _s45_record1,  # TaskReleased v1
+    '2666d63e0bb9c0fd': _s46_record1,  # TaskResultRecorded v1
+    '211655e567231fac': _s47_record1,  # TaskStartRecorded v1
+    'e6a663f565b98225': _s48_record1,  # TaskStarted v1
+    'a61d12095f0bed23': _s49_record1,  # TaskStepTaken v2
+    '805eed139064fb28': _s50_record1,  # TokensUsed v1
+    '11c59da0933bb0e7': _s51_record1,  # VoteCast v1
+    'fb04b7e29f19942a': _s52_record1,  # VoteRecorded v1
+    '959249fde7afc8b0': _s53_record1,  # VoteRequested v1
+    '0385cbfc60771b43': _s54_record1,  # WaitEnded v1
+    '39a1c9e7b9e4a5b7': _s55_record1,  # WaitStarted v1
 }

@@ -899,6 +899,28 @@ class SlotAllocated(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
 
 
+class SlotReleased(Event, frozen=True, gc=False):
+    "A coordinator frees an agent's inbox slot: the agent said goodbye, or was delisted longer than the slot retention. The agent asks again for a slot if it comes back."
+
+    name: ClassVar[str] = 'SlotReleased'
+    event_id: str
+    "Unique id of this event; consumers dedupe on it."
+    occurred_at: int
+    "When the producer says it happened (UTC)."
+    producer: str
+    "Who wrote it: 'agent:<id>', 'coordinator:<region>', 'streams', 'client:<name>'."
+    agent_id: str
+    region: str
+    slot: int
+    "The inbox partition the agent no longer holds; it may be allocated to another agent."
+    reason: str
+    "Why: 'deregistered', or 'delisted for <ms> ms'."
+    correlation_id: str | None = None
+    "The mission this event belongs to, if any."
+    causation_id: str | None = None
+    "event_id of the event that caused this one, if any."
+
+
 class SlotRequested(Event, frozen=True, gc=False):
     "An agent host asks its region's coordinator for an inbox slot of the agent's own."
 
@@ -1450,6 +1472,7 @@ CLASSES: dict[str, type[Event]] = {
     'ShareCompleted': ShareCompleted,
     'ShareMoved': ShareMoved,
     'SlotAllocated': SlotAllocated,
+    'SlotReleased': SlotReleased,
     'SlotRequested': SlotRequested,
     'TaskAssigned': TaskAssigned,
     'TaskCancelled': TaskCancelled,
@@ -1509,6 +1532,7 @@ FINGERPRINTS: dict[str, str] = {
     'ShareCompleted': '9692641e8a56564c',
     'ShareMoved': '7c06332049f9e8be',
     'SlotAllocated': '59f53a1c93a08c73',
+    'SlotReleased': 'c025e1afc95ea3f0',
     'SlotRequested': '990068b4eea72e52',
     'TaskAssigned': '863cce9607afcb40',
     'TaskCancelled': 'f4e49451418d89a6',

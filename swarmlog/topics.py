@@ -105,6 +105,7 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
                 "TaskStartRecorded",
                 "MissionRetired",
                 "SlotAllocated",
+                "SlotReleased",
                 "TaskCrossChecked",
             ),
             "The coordinators' decisions, one partition per region; their state is its fold.",
@@ -136,8 +137,8 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             "compact",
             forever,
             ("agent", "coordinator"),
-            ("SlotRequested", "SlotAllocated"),
-            "Hosts asking for their agents' inbox slots, and each agent's latest allocation (from the journal).",
+            ("SlotRequested", "SlotAllocated", "SlotReleased"),
+            "Hosts asking for their agents' inbox slots, and each agent's latest allocation or release (from the journal).",
         ),
         TopicSpec(
             TASK_EVENTS,

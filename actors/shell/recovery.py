@@ -51,6 +51,11 @@ def stale(saved: Checkpoint | Outdated, inbox: TopicPartition, bounds: Bounds) -
             f"it is written in checkpoint encoding {saved.version} and this agent reads encoding "
             f"{PROJECTION.snapshot_version}"
         )
+    if saved.slot is not None and saved.slot != inbox.partition:
+        return (
+            f"its inbox position is one of partition {saved.slot} and the agent's slot is now {inbox.partition} (its "
+            "slot was released and it got another)"
+        )
     if saved.cluster is not None and bounds.cluster is not None and saved.cluster != bounds.cluster:
         return f"it was taken on cluster {saved.cluster!r} and the broker is cluster {bounds.cluster!r}"
     positions = [(inbox, saved.inbox), *sorted(saved.positions.items())]
@@ -113,7 +118,10 @@ async def recover(
             f"read {', '.join(PROJECTION.topics)} to their end within {TIMEOUT_S} s; is the broker healthy?"
         ) from None
     return {
-        agent_id: Recovered(dataclasses.replace(checkpoint, state=states[agent_id], positions=ends), reasons[agent_id])
+        agent_id: Recovered(
+            dataclasses.replace(checkpoint, state=states[agent_id], positions=ends, slot=saved[agent_id][0].partition),
+            reasons[agent_id],
+        )
         for agent_id, checkpoint in checkpoints.items()
     }
 

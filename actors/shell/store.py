@@ -33,6 +33,9 @@ class Checkpoint:
     inbox: int
     positions: Mapping[TopicPartition, int]
     cluster: str | None = None
+    slot: int | None = None
+    """The inbox partition `inbox` is an offset of (None: written before checkpoints recorded it): a position in one
+    partition means nothing in another, so an agent whose slot changed does not resume from it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,7 +80,7 @@ class AgentStore:
             for topic, offsets in saved["positions"].items()
             for partition, offset in offsets.items()
         }
-        return Checkpoint(state, saved["inbox"], positions, saved["cluster"])
+        return Checkpoint(state, saved["inbox"], positions, saved["cluster"], saved.get("slot"))
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the checkpoint of its agent in one write batch."""
@@ -97,6 +100,7 @@ class AgentStore:
                     "seen": state.seen_ms,
                     "throttled": state.throttled,
                     "inbox": checkpoint.inbox,
+                    "slot": checkpoint.slot,
                     "positions": positions,
                     "cluster": checkpoint.cluster,
                 }

@@ -16,7 +16,7 @@ from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell.repair import describe
 from swarmlog.coordinator.shell.repair import repair as record_repair
-from swarmlog.coordinator.state import START_BACKOFF_MAX, START_TIMEOUT_MS
+from swarmlog.coordinator.state import RETAIN_SLOT_MS, START_BACKOFF_MAX, START_TIMEOUT_MS
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import sensor_for
 from swarmlog.settings import Settings
@@ -48,6 +48,15 @@ def coordinator(
             f"{START_BACKOFF_MAX}x.",
         ),
     ] = START_TIMEOUT_MS,
+    retain_slot_ms: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            envvar="SWARMLOG_COORDINATOR_RETAIN_SLOT_MS",
+            help="Release the inbox slot of an agent delisted without a goodbye (declared dead) this long ago, so "
+            "another agent may get it (default 24 h); an agent that deregisters releases its slot at once.",
+        ),
+    ] = RETAIN_SLOT_MS,
 ) -> None:
     """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM.
 
@@ -57,18 +66,31 @@ def coordinator(
         return
     logs.configure()
     asyncio.run(
-        _serve(Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port), region, data_dir, start_timeout_ms)
+        _serve(
+            Settings.from_env(bootstrap=bootstrap, metrics_port=metrics_port),
+            region,
+            data_dir,
+            start_timeout_ms,
+            retain_slot_ms,
+        )
     )
 
 
-async def _serve(settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int) -> None:
+async def _serve(
+    settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int, retain_slot_ms: int
+) -> None:
     """Run the service until a stop signal; the record in progress is finished and committed first."""
     stop = asyncio.Event()
     stop_on_signals(stop.set, what=f"the {region} coordinator", deadline_s=STOP_DEADLINE_S)
     sensor, server = sensor_for(settings.metrics_port)
     try:
         async with CoordinatorService(
-            settings, region, data_dir=data_dir, sensor=sensor, start_timeout_ms=start_timeout_ms
+            settings,
+            region,
+            data_dir=data_dir,
+            sensor=sensor,
+            start_timeout_ms=start_timeout_ms,
+            retain_slot_ms=retain_slot_ms,
         ) as service:
             await service.wait(stop)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -25,6 +26,7 @@ def test_a_checkpoint_survives_reopening(tmp_path):
         inbox=7,
         positions={TASKS: 3, TopicPartition(topics.TASK_EVENTS, 5): 9, VOTES: 2, CONTROL: 4},
         cluster="c-1",
+        slot=3,
     )
     store = AgentStore(tmp_path)
     assert store.load("a") is None
@@ -105,6 +107,12 @@ def checkpoint(
             "swarm.tasks.events[7] does not exist",
         ),
         (checkpoint(None, inbox=11), bounds(None), "past the end"),
+        (dataclasses.replace(checkpoint(), slot=3), bounds(), None),  # taken on the agent's slot
+        (  # its slot was released and it got another: an offset of partition 6 means nothing in partition 3
+            dataclasses.replace(checkpoint(), slot=6),
+            bounds(),
+            "inbox position is one of partition 6 and the agent's slot is now 3",
+        ),
     ],
 )
 def test_a_checkpoint_is_stale_when_it_belongs_to_another_log(saved, held, reason):
