@@ -55,6 +55,8 @@ class Order:
     prompt: str
     inputs: Mapping[str, str]
     max_steps: int
+    max_tokens: int | None = None
+    """Tokens each generation may take, as the task's spec gives them; None: the agent's own."""
 
     @property
     def key(self) -> AttemptKey:
@@ -73,6 +75,7 @@ class Order:
             assigned.prompt,
             dict(assigned.inputs),
             assigned.max_steps,
+            assigned.max_tokens,
         )
 
 

@@ -95,6 +95,7 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
         inputs=_inputs(mission, spec),
         required_capabilities=sorted(spec.required_capabilities),
         max_steps=spec.max_steps,
+        max_tokens=spec.max_tokens,
     )
     return True
 

@@ -11,6 +11,13 @@ from swarmlog.schemas import records
 
 RESERVED_PREFIX = "@"
 MAX_STEPS = 4
+MIN_TASK_TOKENS = 129
+"""The fewest tokens a task may give its generations: one more than an action's overhead
+(swarmlog.actors.actions.ACTION_OVERHEAD_TOKENS, which a core cannot import; a test ties the two), so that some
+content fits."""
+MAX_TASK_TOKENS = 1 << 20
+"""The most tokens a task may give its generations (1,048,576): beyond any model's context today, so a larger value
+is a typo; an output larger than an event travels as an artifact."""
 
 
 def from_record(record: records.TaskSpec) -> TaskSpec:
@@ -22,6 +29,7 @@ def from_record(record: records.TaskSpec) -> TaskSpec:
         depends_on=tuple(record.depends_on),
         replicas=record.replicas,
         max_steps=record.max_steps,
+        max_tokens=record.max_tokens,
     )
 
 
@@ -34,6 +42,7 @@ def to_record(spec: TaskSpec) -> records.TaskSpec:
         depends_on=list(spec.depends_on),
         replicas=spec.replicas,
         max_steps=spec.max_steps,
+        max_tokens=spec.max_tokens,
     )
 
 
@@ -63,6 +72,11 @@ def problem(specs: Sequence[TaskSpec]) -> str | None:
             return f"task id {spec.task_id!r} is empty or starts with the reserved {RESERVED_PREFIX!r}"
         if spec.replicas < 1 or spec.max_steps < 1:
             return f"task {spec.task_id!r} needs replicas >= 1 and max_steps >= 1"
+        if spec.max_tokens is not None and not MIN_TASK_TOKENS <= spec.max_tokens <= MAX_TASK_TOKENS:
+            return (
+                f"task {spec.task_id!r} has max_tokens {spec.max_tokens}; give {MIN_TASK_TOKENS} to {MAX_TASK_TOKENS}, "
+                "or leave it out for the agent's own"
+            )
         unknown = set(spec.depends_on) - set(ids)
         if unknown:
             return f"task {spec.task_id!r} depends on unknown tasks {sorted(unknown)}"
@@ -107,10 +121,12 @@ def _spec(item: Mapping[str, Any]) -> TaskSpec:
         depends_on=tuple(item.get("depends_on", ())),
         replicas=item.get("replicas", 1),
         max_steps=item.get("max_steps", MAX_STEPS),
+        max_tokens=item.get("max_tokens"),
     )
     strings = [spec.task_id, spec.prompt, *spec.required_capabilities, *spec.depends_on]
     if not all(isinstance(value, str) for value in strings):
         raise TypeError(f"task_id, prompt, required_capabilities and depends_on must be strings in {item}")
-    if not all(isinstance(value, int) and not isinstance(value, bool) for value in (spec.replicas, spec.max_steps)):
-        raise TypeError(f"replicas and max_steps must be integers in {item}")
+    integers = (spec.replicas, spec.max_steps, *(() if spec.max_tokens is None else (spec.max_tokens,)))
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in integers):
+        raise TypeError(f"replicas, max_steps and max_tokens must be integers in {item}")
     return spec

@@ -95,6 +95,8 @@ class TaskSpec:
     replicas: int = 1
     max_steps: int = 4
     kind: str = "WORK"
+    max_tokens: int | None = None
+    """Tokens each generation of the task may take; None: the agent's own."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

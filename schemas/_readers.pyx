@@ -3274,7 +3274,23 @@ def _s21_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v6 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v6 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
 
 
 def _s21_record12(bytes b, Py_ssize_t p):
@@ -4410,7 +4426,23 @@ def _s26_record12(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v6 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v6 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
 
 
 def _s26_record19(bytes b, Py_ssize_t p):
@@ -4820,7 +4852,23 @@ def _s27_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v6 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v6 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
 
 
 def _s27_record12(bytes b, Py_ssize_t p):
@@ -5748,7 +5796,23 @@ def _s31_record5(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v5 = _int(n)
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v6 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v6 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
 
 
 def _s31_record1(bytes b, Py_ssize_t p):
@@ -6983,7 +7047,23 @@ def _s38_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v16 = _int(n)
-    return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v17 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            n = (n >> 1) ^ -(n & 1)
+        else:
+            n, p = _long(b, p)
+        v17 = _int(n)
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskAssigned(v0, v1, v4, v5, v6, v7, v8, v10, v11, v12, v13, v2, v3, v9, v14, v15, v16, v17), p
 
 
 def _s39_record1(bytes b, Py_ssize_t p):
@@ -9928,24 +10008,24 @@ READERS = {
     '1f2924a1fb8fbca0': _s18_record1,  # FinalSharePlaced v1
     '6d8cb406b76aacfe': _s19_record1,  # GroundTruthUpdated v1
     '3ff73efd2b119764': _s20_record1,  # JournalRecordsSkipped v1
-    '7bdffaa155ca8a9c': _s21_record1,  # MissionAccepted v2
+    '82ee9b268e2afaa6': _s21_record1,  # MissionAccepted v3
     '08a112dec197e40b': _s22_record1,  # MissionCompleted v1
     '1c588229657689b0': _s23_record1,  # MissionFailed v1
     'd649fedb5b1aba1e': _s24_record1,  # MissionRejected v1
     '645a56ed0f633944': _s25_record1,  # MissionRetired v1
-    '09cc297e832ae0b5': _s26_record1,  # MissionSplit v1
-    '2404750e52e0805b': _s27_record1,  # MissionSubmitted v2
+    '8ed3fd90ec450c91': _s26_record1,  # MissionSplit v2
+    'a0b53dfdff302d7e': _s27_record1,  # MissionSubmitted v3
     'b1c4decffcb93029': _s28_record1,  # PeerAnswered v1
     '8a9fdeb7e367cb72': _s29_record1,  # PeerQuestion v1
     'ef58c438337eea71': _s30_record1,  # PhaseStarted v1
-    '92c08abb1c193b8b': _s31_record1,  # PlanAdopted v1
+    'd1988f7bc6b570ce': _s31_record1,  # PlanAdopted v2
     '408ae9cb1b660725': _s32_record1,  # ResyncRequested v1
     '9692641e8a56564c': _s33_record1,  # ShareCompleted v1
     '7c06332049f9e8be': _s34_record1,  # ShareMoved v1
     '59f53a1c93a08c73': _s35_record1,  # SlotAllocated v1
     'c025e1afc95ea3f0': _s36_record1,  # SlotReleased v1
     '990068b4eea72e52': _s37_record1,  # SlotRequested v1
-    '863cce9607afcb40': _s38_record1,  # TaskAssigned v1
+    '26ba897467dc19f9': _s38_record1,  # TaskAssigned v2
     'f4e49451418d89a6': _s39_record1,  # TaskCancelled v1
     '40a1ef3122c7cca3': _s40_record1,  # TaskCompleted v2
     '38f5d1bb69081177': _s41_record1,  # TaskCrossChecked v1

@@ -505,6 +505,8 @@ class TaskSpec(msgspec.Struct, frozen=True, gc=False):
     "Run on this many distinct agents and cross-check."
     max_steps: int = 4
     "Bound on the agent's step loop."
+    max_tokens: int | None = None
+    "Tokens each generation of this task may take; null: the agent's own (--max-tokens, else its brain's default)."
 
 
 class PlanningSpec(msgspec.Struct, frozen=True, gc=False):
@@ -975,6 +977,8 @@ class TaskAssigned(Event, frozen=True, gc=False):
     "Outputs of the tasks it depends on, by task_id."
     required_capabilities: list[str] = []
     max_steps: int = 4
+    max_tokens: int | None = None
+    "Tokens each generation of this task may take (its spec's); null: the agent's own."
 
 
 class TaskCancelled(Event, frozen=True, gc=False):
@@ -1517,24 +1521,24 @@ FINGERPRINTS: dict[str, str] = {
     'FinalSharePlaced': '1f2924a1fb8fbca0',
     'GroundTruthUpdated': '6d8cb406b76aacfe',
     'JournalRecordsSkipped': '3ff73efd2b119764',
-    'MissionAccepted': '7bdffaa155ca8a9c',
+    'MissionAccepted': '82ee9b268e2afaa6',
     'MissionCompleted': '08a112dec197e40b',
     'MissionFailed': '1c588229657689b0',
     'MissionRejected': 'd649fedb5b1aba1e',
     'MissionRetired': '645a56ed0f633944',
-    'MissionSplit': '09cc297e832ae0b5',
-    'MissionSubmitted': '2404750e52e0805b',
+    'MissionSplit': '8ed3fd90ec450c91',
+    'MissionSubmitted': 'a0b53dfdff302d7e',
     'PeerAnswered': 'b1c4decffcb93029',
     'PeerQuestion': '8a9fdeb7e367cb72',
     'PhaseStarted': 'ef58c438337eea71',
-    'PlanAdopted': '92c08abb1c193b8b',
+    'PlanAdopted': 'd1988f7bc6b570ce',
     'ResyncRequested': '408ae9cb1b660725',
     'ShareCompleted': '9692641e8a56564c',
     'ShareMoved': '7c06332049f9e8be',
     'SlotAllocated': '59f53a1c93a08c73',
     'SlotReleased': 'c025e1afc95ea3f0',
     'SlotRequested': '990068b4eea72e52',
-    'TaskAssigned': '863cce9607afcb40',
+    'TaskAssigned': '26ba897467dc19f9',
     'TaskCancelled': 'f4e49451418d89a6',
     'TaskCompleted': '40a1ef3122c7cca3',
     'TaskCrossChecked': '38f5d1bb69081177',

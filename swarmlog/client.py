@@ -64,7 +64,7 @@ MISSION_FIELDS = (
     "submitted_by",
     "pass_replicas",
 )
-TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps")
+TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps", "max_tokens")
 
 
 def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> MissionSubmitted:
@@ -132,6 +132,8 @@ class Task:
     depends_on: tuple[str, ...] = ()
     replicas: int = 1
     max_steps: int = 4
+    max_tokens: int | None = None
+    """Tokens each generation of the task may take; None: the agent's own (--max-tokens, else its brain's default)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The Avro TaskSpec record."""
@@ -142,6 +144,7 @@ class Task:
             "depends_on": list(self.depends_on),
             "replicas": self.replicas,
             "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
         }
 
 

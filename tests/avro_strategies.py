@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import strategies as st
 
+from swarmlog.coordinator.plan import MAX_TASK_TOKENS, MIN_TASK_TOKENS
 from swarmlog.schemas import invariants, records
 from swarmlog.schemas.catalog import SchemaVersion
 from swarmlog.schemas.events import Event, to_millis
@@ -84,8 +86,9 @@ UNIT = st.floats(0.0, 1.0)
 
 
 @st.composite
-def task_graphs(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Mission task lists: unique ids, each depending only on earlier tasks (so acyclic)."""
+def task_graphs(draw: st.DrawFn, max_tokens: bool = False) -> list[dict[str, Any]]:
+    """Mission task lists: unique ids, each depending only on earlier tasks (so acyclic); with a max_tokens each
+    (null or within the plan's bounds) when the TaskSpec version has the field."""
     ids = draw(st.lists(NON_EMPTY_TEXT, max_size=4, unique=True))
     return [
         {
@@ -96,6 +99,7 @@ def task_graphs(draw: st.DrawFn) -> list[dict[str, Any]]:
             "replicas": draw(st.integers(1, 5)),
             "max_steps": draw(st.integers(1, 16)),
         }
+        | ({"max_tokens": draw(st.none() | st.integers(MIN_TASK_TOKENS, MAX_TASK_TOKENS))} if max_tokens else {})
         for index, task_id in enumerate(ids)
     ]
 
@@ -173,6 +177,10 @@ def event_data(version: SchemaVersion) -> Strategy:
     """Field dicts for a schema version that match it and keep every invariant of its record."""
     fields = {field["name"] for field in version.schema["fields"]}
     overrides = {f"{version.name}.{field}": strategy for field, strategy in VALID_FIELDS.items() if field in fields}
+    if (
+        "tasks" in fields
+    ):  # the TaskSpec of MissionSubmitted v3, MissionAccepted v3, PlanAdopted v2, MissionSplit v2 has max_tokens
+        overrides[f"{version.name}.tasks"] = task_graphs(max_tokens='"max_tokens"' in json.dumps(version.schema))
     values = from_schema(version.schema, overrides)
     if version.name in SHAPES:
         values = values.map(SHAPES[version.name])

@@ -66,6 +66,16 @@ def max_tokens_for(brain: str, asked: int | None) -> int:
     return tokens
 
 
+def task_tokens(brain: str, agent_tokens: int, asked: int | None) -> int:
+    """The tokens a task's generations may take on this agent: the task's `asked` (its spec's max_tokens), else the
+    agent's own; held to what the brain's context leaves for the output (the coordinator checked the task's bounds,
+    not every brain's window)."""
+    if asked is None:
+        return agent_tokens
+    context = CONTEXT_WINDOWS.get(brain)
+    return asked if context is None else min(asked, context.output_room)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Generation:
     """A model's output, what it cost, and how it was sampled (the events record both: a replica's draw is

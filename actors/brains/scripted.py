@@ -14,6 +14,9 @@ from typing import Any
 
 from swarmlog.actors.brains import TEMPERATURE, Generation
 
+MAX_TOKENS = "{max_tokens}"
+"""In a script's text, replaced by the max_tokens of the generation."""
+
 
 @dataclasses.dataclass
 class ScriptedBrain:
@@ -42,7 +45,12 @@ class ScriptedBrain:
         if self.median_ms:
             await asyncio.sleep(self.median_ms * self._random.lognormvariate(0.0, self.sigma) / 1000)
         answer = f"scripted answer {self._random.randrange(self.answers)}" if self.answers > 1 else "scripted"
-        text = next(self._texts) if self._texts else json.dumps(first_instance(json_schema, answer))
+        # A script's "{max_tokens}" says what the generation was allowed, so tests see the budget that reached it.
+        text = (
+            next(self._texts).replace(MAX_TOKENS, str(max_tokens))
+            if self._texts
+            else json.dumps(first_instance(json_schema, answer))
+        )
         return Generation(text, len(prompt.split()), len(text.split()), temperature=self.temperature, seed=self.seed)
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog.actors.actions import RECALL, REMEMBER, content_limit
-from swarmlog.actors.brains import Brain, Generation, open_brain
+from swarmlog.actors.brains import Brain, Generation, open_brain, task_tokens
 from swarmlog.actors.domain import (
     PROJECTION,
     AttemptKey,
@@ -332,8 +332,10 @@ class AgentProcess:
         The prompt carries the memories nearest to the task, then to the agent's last `recall`; a `remember` step
         also records an ExperienceRecorded with its embedding.
         """
+        # The task's max_tokens, else the agent's, bounds each generation and the content an action may say.
+        tokens = task_tokens(self._config.brain, self._config.max_tokens, order.max_tokens)
         first = Run(
-            order, self._config.agent_id, started_ms=now_ms(), peers=self._targets(), max_content=self._max_content
+            order, self._config.agent_id, started_ms=now_ms(), peers=self._targets(), max_content=content_limit(tokens)
         )
         try:
             order = dataclasses.replace(order, inputs=await self._shown(order.inputs))
@@ -351,9 +353,7 @@ class AgentProcess:
                 await self._write([released(run, reason, now_ms())])
                 break
             try:
-                generation = await self._brain.generate(
-                    run.prompt(memories, self._truth), run.schema, self._config.max_tokens
-                )
+                generation = await self._brain.generate(run.prompt(memories, self._truth), run.schema, tokens)
             except Exception as exc:  # any brain failure closes the task as MODEL_ERROR; the agent goes on
                 log.exception("brain failed on %s", order.task_id)
                 events: tuple[Event, ...] = (broke_off(run, "MODEL_ERROR", f"{type(exc).__name__}: {exc}", now_ms()),)

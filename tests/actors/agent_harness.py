@@ -64,7 +64,14 @@ def stop_agent(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: 
 
 
 def task_assigned(
-    agent_id: str, slot: int, prompt: str, *, mission_id: str | None = None, max_steps: int = 2, task_id: str = "t1"
+    agent_id: str,
+    slot: int,
+    prompt: str,
+    *,
+    mission_id: str | None = None,
+    max_steps: int = 2,
+    task_id: str = "t1",
+    max_tokens: int | None = None,
 ) -> Event:
     """A TaskAssigned as the coordinator would write it."""
     mission_id = mission_id or uuid.uuid4().hex
@@ -88,6 +95,7 @@ def task_assigned(
             "inputs": {},
             "required_capabilities": [],
             "max_steps": max_steps,
+            "max_tokens": max_tokens,
         },
     )
 

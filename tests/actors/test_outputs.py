@@ -74,9 +74,13 @@ def spawn(settings, agent_id, tmp_path):
     yield from spawner(settings, agent_id, slot_of(settings, agent_id), tmp_path)
 
 
-@pytest.mark.parametrize(("budget", "completes"), [((), False), (("--max-tokens", "2048"), True)])
+@pytest.mark.parametrize(
+    ("budget", "task_tokens", "completes"),
+    [((), None, False), (("--max-tokens", "2048"), None, True), ((), 2048, True)],
+    ids=["agent-default", "agent-2048", "task-2048"],
+)
 async def test_a_long_output_travels_whole_when_the_budget_allows_it(
-    settings, agent_id, spawn, tmp_path, budget, completes
+    settings, agent_id, spawn, tmp_path, budget, task_tokens, completes
 ):
     long = "def solve(xs):\n" + "    total = sum(x * x for x in xs)  # squares\n" * 40  # ~1,900 characters
     model = tmp_path / "long.json"
@@ -85,7 +89,7 @@ async def test_a_long_output_travels_whole_when_the_budget_allows_it(
     async with Log(settings, topics.TASK_EVENTS, topics.REGISTRY) as log:
         process = spawn("--brain", "scripted", "--model", str(model), *budget)
         await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
-        task = task_assigned(agent_id, slot, "Write the function.", max_steps=1)
+        task = task_assigned(agent_id, slot, "Write the function.", max_steps=1, max_tokens=task_tokens)
         await send_inbox(settings, slot, task)
         closed = (TaskCompleted, TaskFailed)
         await log.wait_for(lambda: log.named(*closed, mission_id=task.mission_id), timeout_s=60)
@@ -98,6 +102,24 @@ async def test_a_long_output_travels_whole_when_the_budget_allows_it(
     else:  # the default budget: the same output is longer than the content an action may have
         assert isinstance(outcome, TaskFailed) and outcome.failure == "MALFORMED_OUTPUT"
         assert f"at most {MAX_CONTENT} characters" in (outcome.detail or "")
+
+
+async def test_the_task_s_max_tokens_reaches_the_brain_and_the_agent_s_serves_a_task_without_one(
+    settings, agent_id, spawn, tmp_path
+):
+    model = tmp_path / "echo.json"
+    model.write_text(json.dumps({"script": [answer("allowed {max_tokens}")]}))
+    slot = slot_of(settings, agent_id)
+    async with Log(settings, topics.TASK_EVENTS, topics.REGISTRY) as log:
+        process = spawn("--brain", "scripted", "--model", str(model), "--max-tokens", "600")
+        await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
+        tasks = [task_assigned(agent_id, slot, "Say it.", max_steps=1, max_tokens=tokens) for tokens in (777, None)]
+        await send_inbox(settings, slot, *tasks)
+        done = lambda: all(log.named(TaskCompleted, mission_id=task.mission_id) for task in tasks)
+        await log.wait_for(done, timeout_s=60)
+        assert stop_agent(process) == 0
+    outputs = [log.named(TaskCompleted, mission_id=task.mission_id)[0].output for task in tasks]
+    assert outputs == ["allowed 777", "allowed 600"]
 
 
 async def test_an_input_whose_artifact_cannot_be_read_fails_the_task_saying_so(settings, agent_id, spawn):
