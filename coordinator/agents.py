@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator import slots
 from swarmlog.coordinator.dispatch import reassign
 from swarmlog.coordinator.draft import Draft
+from swarmlog.coordinator.state import DEREGISTERED
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
     AgentDelisted,
@@ -43,9 +43,8 @@ def on_registered(draft: Draft, registered: AgentRegistered) -> None:
 
 
 def on_deregistered(draft: Draft, deregistered: AgentDeregistered) -> None:
-    """Delist an agent that left cleanly, reassign its tasks and release its slot (it no longer reads it)."""
-    _delist(draft, deregistered.agent_id, f"deregistered: {deregistered.reason}")
-    slots.release(draft, deregistered.agent_id, "deregistered")
+    """Delist an agent that left cleanly and reassign its tasks (its slot is released a retention later)."""
+    _delist(draft, deregistered.agent_id, f"{DEREGISTERED}{deregistered.reason}")
 
 
 def on_declared_dead(draft: Draft, dead: AgentDeclaredDead) -> None:

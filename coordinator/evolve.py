@@ -12,6 +12,7 @@ from swarmlog.coordinator import plan, routing
 from swarmlog.coordinator.state import (
     CANCELLED,
     COMPLETED,
+    DEREGISTERED,
     DONE,
     FAILED,
     FRESH,
@@ -138,8 +139,10 @@ def _apply(state: State, event: Event) -> State | None:
             return _cross_checked(state, event)
         case AgentEnlisted():
             return _enlisted(state, event)
-        case AgentDelisted(agent_id=agent_id, occurred_at=at):
-            return _put_agent(state, dataclasses.replace(state.agents[agent_id], alive=False, delisted_at=at))
+        case AgentDelisted(agent_id=agent_id, occurred_at=at, reason=reason):
+            goodbye = reason.startswith(DEREGISTERED)
+            gone = dataclasses.replace(state.agents[agent_id], alive=False, delisted_at=at, goodbye=goodbye)
+            return _put_agent(state, gone)
         case AgentThrottleNoted(agent_id=agent_id, throttled=throttled):
             return _put_agent(state, dataclasses.replace(state.agents[agent_id], throttled=throttled))
         case VoteRequested():
@@ -371,6 +374,7 @@ def _enlisted(state: State, event: AgentEnlisted) -> State:
             alive=True,
             capacity=event.capacity,
             delisted_at=None,
+            goodbye=False,
             released=False,
         ),
     )

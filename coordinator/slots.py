@@ -2,10 +2,11 @@
 
 The inbox's partitions are shared out between regions by index (region i of R holds the partitions p with
 p % R == i), so coordinators allocate side by side without asking each other. An agent keeps its slot while it may
-read it: asking again answers with the same slot. Its slot is released (SlotReleased) when it says goodbye
-(AgentDeregistered: it stopped reading) or when it has been delisted longer than `Config.retain_slot_ms` (declared
-dead, and never back); a released slot is allocated again, lowest first, and an agent that comes back asks again
-and gets whichever slot is free. Agents started with an explicit `--slot` are the operator's choice: their slots are
+read it: asking again answers with the same slot. Its slot is released (SlotReleased) once it has been delisted and
+not back for a retention: `Config.retain_goodbye_slot_ms` after it deregistered (it stopped reading; short, but not
+zero, since every graceful stop deregisters), `Config.retain_slot_ms` after it was declared dead (a suspicion: it may
+still read). A released slot is allocated again, lowest first, and an agent that comes back asks again and gets
+whichever slot is free. Agents started with an explicit `--slot` are the operator's choice: their slots are
 never allocated to another agent of the region (nor released).
 
 The answer to a request is journaled and then written to swarm.agents.slots; a host that does not see it (the
@@ -67,14 +68,17 @@ def release(draft: Draft, agent_id: str, reason: str) -> None:
 
 
 def release_due(draft: Draft) -> None:
-    """Release the slots of agents delisted longer than the slot retention (declared dead and not back)."""
-    retain = draft.state.config.retain_slot_ms
+    """Release the slots of agents delisted longer than their retention and not back: `retain_goodbye_slot_ms` for
+    one that deregistered, `retain_slot_ms` for one declared dead."""
+    config = draft.state.config
     for agent_id in sorted(draft.state.slots):
         agent = draft.state.agents.get(agent_id)
         if agent is None or agent.alive or agent.delisted_at is None:
             continue  # enlisted, or never enlisted here (a request whose agent never registered)
+        retain = config.retain_goodbye_slot_ms if agent.goodbye else config.retain_slot_ms
         if draft.now_ms - agent.delisted_at >= retain:
-            release(draft, agent_id, f"delisted for {draft.now_ms - agent.delisted_at} ms")
+            how = "deregistered" if agent.goodbye else "declared dead"
+            release(draft, agent_id, f"{how} {draft.now_ms - agent.delisted_at} ms ago")
 
 
 def announced(events: Iterable[Event]) -> list[SlotAllocated | SlotReleased]:

@@ -25,6 +25,11 @@ RETAIN_ENDED_MS = 60_000
 RETAIN_SLOT_MS = 24 * 3_600_000
 """How long a delisted agent that did not say goodbye (declared dead) keeps its allocated inbox slot before it is
 released: long enough that an agent wrongly declared dead (a partition, a long pause) has long stopped or come back."""
+RETAIN_GOODBYE_SLOT_MS = 600_000
+"""How long an agent that deregistered keeps its allocated slot: it stopped reading, but an agent deregisters on every
+graceful stop, so a restart or a rescheduled pod within this time gets its slot (and checkpoint) back."""
+DEREGISTERED = "deregistered: "
+"""How the reason of an AgentDelisted for an agent that said goodbye begins."""
 
 # Replica statuses.
 PENDING = "PENDING"
@@ -53,6 +58,7 @@ class Config:
     start_timeout_ms: int = START_TIMEOUT_MS
     retain_ended_ms: int = RETAIN_ENDED_MS
     retain_slot_ms: int = RETAIN_SLOT_MS
+    retain_goodbye_slot_ms: int = RETAIN_GOODBYE_SLOT_MS
     inbox_partitions: int = 64
     """The inbox partitions slots are allocated from (the topic's count when the coordinator started)."""
 
@@ -74,7 +80,9 @@ class EnlistedAgent:
     capacity: int = 1
     """How many task attempts it runs at once (AgentEnlisted.capacity)."""
     delisted_at: int | None = None
-    """When it was delisted (AgentDelisted), while it is: its allocated slot is released RETAIN_SLOT_MS later."""
+    """When it was delisted (AgentDelisted), while it is: its allocated slot is released a retention later."""
+    goodbye: bool = False
+    """Whether it was delisted because it deregistered (its slot is kept RETAIN_GOODBYE_SLOT_MS, else RETAIN_SLOT_MS)."""
     released: bool = False
     """Whether its slot was released (SlotReleased) since it was last enlisted: the slot is no longer its own."""
 

@@ -108,6 +108,7 @@ def _with_flags_of(live: State, rebuilt: State) -> State:
         start_timeout_ms=rebuilt.config.start_timeout_ms,
         retain_ended_ms=rebuilt.config.retain_ended_ms,
         retain_slot_ms=rebuilt.config.retain_slot_ms,
+        retain_goodbye_slot_ms=rebuilt.config.retain_goodbye_slot_ms,
         inbox_partitions=rebuilt.config.inbox_partitions,
     )
     return dataclasses.replace(live, config=config)

@@ -902,7 +902,7 @@ class SlotAllocated(Event, frozen=True, gc=False):
 
 
 class SlotReleased(Event, frozen=True, gc=False):
-    "A coordinator frees an agent's inbox slot: the agent said goodbye, or was delisted longer than the slot retention. The agent asks again for a slot if it comes back."
+    "A coordinator frees the inbox slot of an agent delisted longer than the retention (deregistered, or declared dead) and not back; the agent asks again for a slot if it comes back."
 
     name: ClassVar[str] = 'SlotReleased'
     event_id: str

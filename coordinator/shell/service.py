@@ -37,7 +37,7 @@ from swarmlog.coordinator.shell.announce import Announcer
 from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import FoldedJournal
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover
-from swarmlog.coordinator.state import RETAIN_ENDED_MS, RETAIN_SLOT_MS, START_TIMEOUT_MS
+from swarmlog.coordinator.state import RETAIN_ENDED_MS, RETAIN_GOODBYE_SLOT_MS, RETAIN_SLOT_MS, START_TIMEOUT_MS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
 from swarmlog.kafka.connection import client_options
@@ -98,6 +98,7 @@ class CoordinatorService(Running):
         start_timeout_ms: int = START_TIMEOUT_MS,
         retain_ended_ms: int = RETAIN_ENDED_MS,
         retain_slot_ms: int = RETAIN_SLOT_MS,
+        retain_goodbye_slot_ms: int = RETAIN_GOODBYE_SLOT_MS,
         inbox_every_s: float = INBOX_EVERY_S,
     ) -> None:
         if region not in settings.region_names:
@@ -107,11 +108,8 @@ class CoordinatorService(Running):
             )
         self._settings = settings
         self._region = region
-        self._timeouts = (
-            start_timeout_ms,
-            retain_ended_ms,
-            retain_slot_ms,
-        )  # the config's, once start counts the inbox
+        # the config's, once start counts the inbox
+        self._timeouts = (start_timeout_ms, retain_ended_ms, retain_slot_ms, retain_goodbye_slot_ms)
         self._snapshot_dir = (data_dir or settings.cache_dir / "coordinator") / region
         self._recovery_timeout_s = recovery_timeout_s
         self._name = f"swarmlog-coordinator-{region}"

@@ -16,7 +16,7 @@ from swarmlog.commands.status import connected
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell.repair import describe
 from swarmlog.coordinator.shell.repair import repair as record_repair
-from swarmlog.coordinator.state import RETAIN_SLOT_MS, START_BACKOFF_MAX, START_TIMEOUT_MS
+from swarmlog.coordinator.state import RETAIN_GOODBYE_SLOT_MS, RETAIN_SLOT_MS, START_BACKOFF_MAX, START_TIMEOUT_MS
 from swarmlog.lifecycle import stop_on_signals
 from swarmlog.metrics import sensor_for
 from swarmlog.settings import Settings
@@ -53,10 +53,19 @@ def coordinator(
         typer.Option(
             min=0,
             envvar="SWARMLOG_COORDINATOR_RETAIN_SLOT_MS",
-            help="Release the inbox slot of an agent delisted without a goodbye (declared dead) this long ago, so "
-            "another agent may get it (default 24 h); an agent that deregisters releases its slot at once.",
+            help="Release the inbox slot of an agent declared dead this long ago and not back, so another agent may "
+            "get it (default 24 h).",
         ),
     ] = RETAIN_SLOT_MS,
+    retain_goodbye_slot_ms: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            envvar="SWARMLOG_COORDINATOR_RETAIN_GOODBYE_SLOT_MS",
+            help="Release the inbox slot of an agent that deregistered (stopped) this long ago and is not back "
+            "(default 10 min: a restart within it keeps its slot and checkpoint).",
+        ),
+    ] = RETAIN_GOODBYE_SLOT_MS,
 ) -> None:
     """Recover the region from its journal, then decide on missions, results, votes and alerts until SIGTERM.
 
@@ -71,13 +80,13 @@ def coordinator(
             region,
             data_dir,
             start_timeout_ms,
-            retain_slot_ms,
+            (retain_slot_ms, retain_goodbye_slot_ms),
         )
     )
 
 
 async def _serve(
-    settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int, retain_slot_ms: int
+    settings: Settings, region: str, data_dir: Path | None, start_timeout_ms: int, retain_slots_ms: tuple[int, int]
 ) -> None:
     """Run the service until a stop signal; the record in progress is finished and committed first."""
     stop = asyncio.Event()
@@ -90,7 +99,8 @@ async def _serve(
             data_dir=data_dir,
             sensor=sensor,
             start_timeout_ms=start_timeout_ms,
-            retain_slot_ms=retain_slot_ms,
+            retain_slot_ms=retain_slots_ms[0],
+            retain_goodbye_slot_ms=retain_slots_ms[1],
         ) as service:
             await service.wait(stop)
     finally:

@@ -1,4 +1,5 @@
-"""Slot allocation: each agent of a region gets an inbox partition of its own, from the region's share, for good."""
+"""Slot allocation: each agent of a region gets an inbox partition of its own, from the region's share, until it is
+released a retention after the agent left (#12)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,21 @@ def test_a_redelivered_request_emits_nothing_and_a_new_one_is_answered_again():
 
 # Release (#12): a goodbye frees the slot at once, a death after the retention; a freed slot is allocated again.
 
-RETAIN = 50_000
+RETAIN, GOODBYE = 50_000, 20_000
+
+
+def churn(partitions: int = 12) -> Config:
+    return Config(
+        region="region-1",
+        regions=REGIONS,
+        inbox_partitions=partitions,
+        retain_slot_ms=RETAIN,
+        retain_goodbye_slot_ms=GOODBYE,
+    )
+
+
+def released(events: tuple[Event, ...]) -> list[tuple[str, int]]:
+    return [(event.agent_id, event.slot) for event in events if isinstance(event, SlotReleased)]
 
 
 def registered(agent_id: str, slot: int) -> AgentRegistered:
@@ -155,20 +170,39 @@ def enlisted(state: State, agent_id: str) -> State:
     return state
 
 
-def test_an_agent_that_deregisters_releases_its_slot_and_a_new_agent_gets_it():
-    state = enlisted(enlisted(initial(config()), "a"), "b")
+def left(state: State, agent_id: str) -> State:
+    """The state after the agent deregistered at 1 s and the goodbye retention passed (a tick then)."""
+    state, events = step(state, deregistered(agent_id))
+    assert released(events) == []
+    state, _ = at(state, Tick(1_000 + GOODBYE, f"left-{agent_id}"))
+    return state
+
+
+def test_an_agent_that_deregisters_releases_its_slot_after_the_goodbye_retention_and_a_new_agent_gets_it():
+    state = enlisted(enlisted(initial(churn()), "a"), "b")
     state, events = step(state, deregistered("a"))
-    released = [event for event in events if isinstance(event, SlotReleased)]
-    assert [(e.agent_id, e.region, e.slot, e.reason) for e in released] == [("a", "region-1", 1, "deregistered")]
+    assert released(events) == [] and state.slots == {"a": 1, "b": 4}
+    _, early = at(state, Tick(1_000 + GOODBYE - 1, "t1"))
+    assert released(early) == []
+    state, due = at(state, Tick(1_000 + GOODBYE, "t2"))
+    [release] = [event for event in due if isinstance(event, SlotReleased)]
+    assert (release.agent_id, release.region, release.slot) == ("a", "region-1", 1)
+    assert release.reason == f"deregistered {GOODBYE} ms ago"
     assert "a" not in state.slots
     _, found = allocate(state, "c")
     assert found == {"c": 1}
 
 
+def test_an_agent_restarted_within_the_goodbye_retention_keeps_its_slot():
+    state = enlisted(initial(churn()), "a")
+    state, _ = step(state, deregistered("a"))
+    state, _ = at(state, Receive(registered("a", 1), 5_000))
+    _, due = at(state, Tick(1_000 + 2 * RETAIN, "t"))
+    assert due == () and state.slots == {"a": 1}
+
+
 def test_a_dead_agent_keeps_its_slot_for_the_retention_then_releases_it():
-    state = enlisted(
-        initial(Config(region="region-1", regions=REGIONS, inbox_partitions=6, retain_slot_ms=RETAIN)), "a"
-    )
+    state = enlisted(initial(churn(partitions=6)), "a")
     state, _ = at(state, Receive(dead("a"), 1_000))
     state, found = allocate(state, "b")
     assert found == {"b": 4}  # region-1 of 3 holds 1 and 4 of 6; a's slot is still its own
@@ -183,9 +217,7 @@ def test_a_dead_agent_keeps_its_slot_for_the_retention_then_releases_it():
 
 
 def test_an_agent_back_before_the_retention_keeps_its_slot():
-    state = enlisted(
-        initial(Config(region="region-1", regions=REGIONS, inbox_partitions=6, retain_slot_ms=RETAIN)), "a"
-    )
+    state = enlisted(initial(churn(partitions=6)), "a")
     state, _ = at(state, Receive(dead("a"), 1_000))
     state, _ = at(state, Receive(registered("a", 1), 2_000))
     _, due = at(state, Tick(1_000 + 2 * RETAIN, "t"))
@@ -193,27 +225,27 @@ def test_an_agent_back_before_the_retention_keeps_its_slot():
 
 
 def test_a_released_agent_that_comes_back_asks_again_and_gets_a_free_slot():
-    state = enlisted(enlisted(initial(config(partitions=9)), "a"), "b")  # region-1's share of 9: 1, 4, 7
-    state, _ = step(state, deregistered("a"))
+    state = enlisted(enlisted(initial(churn(partitions=9)), "a"), "b")  # region-1's share of 9: 1, 4, 7
+    state = left(state, "a")
     state, _ = allocate(state, "c")  # takes a's old slot
     state, found = allocate(state, "a")
     assert found == {"a": 7} and state.slots == {"b": 4, "c": 1, "a": 7}
 
 
 def test_a_redelivered_request_after_the_release_is_not_answered():
-    state = initial(config())
+    state = initial(churn())
     asked = request("a")
     state, _ = step(state, asked)
     state, _ = step(state, registered("a", 1))
-    state, _ = step(state, deregistered("a"))
+    state = left(state, "a")
+    assert "a" not in state.slots
     _, again = step(state, asked)
     assert again == ()
 
 
 def test_an_explicit_slot_is_never_released_nor_allocated_while_its_agent_is_known():
-    state, _ = step(initial(config()), registered("pinned", 1))
-    state, events = step(state, deregistered("pinned"))
-    assert not any(isinstance(event, SlotReleased) for event in events)
+    state, _ = step(initial(churn()), registered("pinned", 1))
+    state = left(state, "pinned")
     _, found = allocate(state, "a")
     assert found == {"a": 4}
 
@@ -235,7 +267,7 @@ ACTIONS = st.tuples(st.sampled_from(["register", "deregister", "die", "tick"]), 
 
 @given(st.lists(ACTIONS, max_size=40), st.integers(3, 20))
 def test_no_two_live_agents_ever_share_a_slot_across_churn_and_replay_agrees(actions, partitions):
-    cfg = Config(region="region-1", regions=REGIONS, inbox_partitions=partitions, retain_slot_ms=RETAIN)
+    cfg = churn(partitions)
     state = initial(cfg)
     journal: list[Event] = []
     now = 0
