@@ -39,9 +39,11 @@ vllm:
 test-vllm: vllm setup-kafka
 	.venv-vllm/bin/pytest tests/vllm_brain
 
-# Tokens/s of 1, 4 and 8 concurrent tasks through the vllm brain against the raw engine, in one run.
-bench-vllm: vllm
+# Tokens/s of 1, 4 and 8 concurrent tasks through the vllm brain, then through one agent of concurrency 8 on Kafka,
+# each against the raw engine in the same run.
+bench-vllm: vllm setup-kafka
 	.venv-vllm/bin/python bench/vllm_bench.py
+	.venv-vllm/bin/python bench/vllm_agent_bench.py
 
 bench: setup-kafka
 	.venv/bin/python bench/codec_bench.py
