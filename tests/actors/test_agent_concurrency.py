@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 
 import pytest
 from agent_harness import Log, send_inbox, slot_of, spawner, stop_agent, task_assigned
 
 from swarmlog import topics
-from swarmlog.schemas.records import AgentRegistered, TaskCompleted, TaskFailed, TaskStarted
+from swarmlog.schemas.records import AgentRegistered, TaskAssigned, TaskCompleted, TaskFailed, TaskStarted
 
 TOPICS = (topics.TASK_EVENTS, topics.REGISTRY)
 ANSWER = json.dumps({"action": "answer", "content": "ok", "confidence": 1})
@@ -26,16 +27,27 @@ def spawn(settings, agent_id, tmp_path):
 
 
 def closed(log: Log, mission: str) -> list:
+    """The mission's TaskCompleted and TaskFailed: how often its task was closed."""
     return log.named(TaskCompleted, mission_id=mission) + log.named(TaskFailed, mission_id=mission)
 
 
+def tasks_for(settings, agent_id: str, count: int) -> list[TaskAssigned]:
+    """`count` one-step tasks of missions of their own, assigned to the agent on its slot."""
+    return [task_assigned(agent_id, slot_of(settings, agent_id), f"Say ok {n}.", max_steps=1) for n in range(count)]
+
+
+async def started_with(settings, log: Log, spawn, agent_id: str, *commands: TaskAssigned) -> subprocess.Popen:
+    """Start the agent, wait for its registration, then put the commands in its inbox in this order."""
+    process = spawn()
+    await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
+    await send_inbox(settings, slot_of(settings, agent_id), *commands)
+    return process
+
+
 async def test_three_tasks_run_at_once_and_a_fourth_waits_for_a_free_place(settings, agent_id, spawn):
-    slot = slot_of(settings, agent_id)
-    tasks = [task_assigned(agent_id, slot, f"Say ok {n}.", max_steps=1) for n in range(4)]
+    tasks = tasks_for(settings, agent_id, 4)
     async with Log(settings, *TOPICS) as log:
-        process = spawn()
-        await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
-        await send_inbox(settings, slot, *tasks)
+        process = await started_with(settings, log, spawn, agent_id, *tasks)
         await log.wait_for(lambda: all(log.named(TaskCompleted, mission_id=t.mission_id) for t in tasks))
         assert stop_agent(process) == 0
 
@@ -53,12 +65,9 @@ async def test_three_tasks_run_at_once_and_a_fourth_waits_for_a_free_place(setti
 
 @pytest.mark.kafka_only
 async def test_kill_9_with_three_tasks_in_flight_then_restart_closes_each_once(settings, agent_id, spawn):
-    slot = slot_of(settings, agent_id)
-    tasks = [task_assigned(agent_id, slot, f"Say ok {n}.", max_steps=1) for n in range(3)]
+    tasks = tasks_for(settings, agent_id, 3)
     async with Log(settings, *TOPICS) as log:
-        process = spawn()
-        await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
-        await send_inbox(settings, slot, *tasks)
+        process = await started_with(settings, log, spawn, agent_id, *tasks)
         await log.wait_for(lambda: all(log.named(TaskStarted, mission_id=t.mission_id) for t in tasks))
         process.send_signal(signal.SIGKILL)  # during the 2 s generations
         process.wait(10)
@@ -73,12 +82,9 @@ async def test_kill_9_with_three_tasks_in_flight_then_restart_closes_each_once(s
 
 
 async def test_an_assignment_sent_again_while_its_task_runs_is_not_run_twice(settings, agent_id, spawn):
-    slot = slot_of(settings, agent_id)
-    task, other = (task_assigned(agent_id, slot, f"Say ok {n}.", max_steps=1) for n in range(2))
+    task, other = tasks_for(settings, agent_id, 2)
     async with Log(settings, *TOPICS) as log:
-        process = spawn()
-        await log.wait_for(lambda: log.named(AgentRegistered, agent_id=agent_id), timeout_s=60)
-        await send_inbox(settings, slot, task, task, other)  # a coordinator re-sending its assignment
+        process = await started_with(settings, log, spawn, agent_id, task, task, other)  # an assignment re-sent
         await log.wait_for(lambda: closed(log, task.mission_id) and closed(log, other.mission_id))
         assert stop_agent(process) == 0
 
