@@ -209,7 +209,8 @@ def environment(docs: list[dict[str, Any]], container: dict[str, Any], files: Pa
 def test_the_settings_take_every_process_environment(rendered: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
     fields = {field.upper() for field in Settings.__dataclass_fields__}
     variables = {f"SWARMLOG_{name}" for name in fields} | {f"SWARMLOG_{name.upper()}_FILE" for name in SECRET_FIELDS}
-    process = {"SWARMLOG_BRAIN", "SWARMLOG_MODEL", "SWARMLOG_MAX_TOKENS", "SWARMLOG_STREAMS_INSTANCE_ID"}
+    process = {"SWARMLOG_BRAIN", "SWARMLOG_MODEL", "SWARMLOG_MAX_TOKENS", "SWARMLOG_CONCURRENCY"}
+    process |= {"SWARMLOG_STREAMS_INSTANCE_ID"}
     for name, docs in rendered.items():
         for workload, container in containers(docs):
             env = environment(docs, container, tmp_path / name / workload["metadata"]["name"])
@@ -280,6 +281,13 @@ def test_ids_regions_gpus_and_metrics_come_from_the_pods(rendered: dict[str, lis
     _, agent = workloads["swarmlog-agent"]
     assert agent["args"][:2] == ["agent", "$(POD_NAME)"] and agent["resources"]["limits"]["nvidia.com/gpu"] == 1
     _, fleet = workloads["swarmlog-fleet"]
+    concurrency = {
+        name: env["value"]
+        for name, env in (("agent", agent), ("fleet", fleet))
+        for env in env["env"]
+        if env["name"] == "SWARMLOG_CONCURRENCY"
+    }
+    assert concurrency == {"agent": "4", "fleet": "1"}  # the pool's capacity, else one task at a time
     assert fleet["args"][fleet["args"].index("--gpus") + 1] == "0,1,2,3,4,5,6,7"
     assert fleet["resources"]["limits"]["nvidia.com/gpu"] == 8
     _, streams = workloads["swarmlog-streams"]
