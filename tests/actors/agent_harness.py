@@ -102,13 +102,17 @@ def task_assigned(
 
 async def send_inbox(
     settings: Settings, slot: int, *events: Event, raw: bytes | None = None, key: str | None = None
-) -> None:
-    """Write events (or raw bytes) into one inbox partition, keyed by `key` or else by their agent."""
+) -> int | None:
+    """Write events (or raw bytes first) into one inbox partition, keyed by `key` or else by their agent; the raw
+    record's offset, if one was written (a slot may hold other tests' records before it)."""
+    offset = None
     async with EventProducer(settings, client_id="test-coordinator") as producer:
         if raw is not None:
-            await producer.raw.send_and_wait(INBOX, raw, partition=slot, key=None if key is None else key.encode())
+            key_bytes = None if key is None else key.encode()
+            offset = (await producer.raw.send_and_wait(INBOX, raw, partition=slot, key=key_bytes)).offset
         for event in events:
             await producer.send(INBOX, event, key=key or event.agent_id, partition=slot)
+    return offset
 
 
 async def publish_control(settings: Settings, *events: Event, raw: bytes | None = None, key: str | None = None) -> None:
