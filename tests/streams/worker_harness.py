@@ -258,11 +258,13 @@ async def table_differences(settings: Settings, app_id: str, marker: str, tables
 
 async def tables_settled(
     settings: Settings, app_id: str, marker: str, tables: Iterable[str] = TABLES, timeout_s: float = 30
-) -> None:
-    """Wait (up to `timeout_s`) until the running worker's tables hold everything on their topics."""
+) -> list:
+    """Wait (up to `timeout_s`) until the running worker's tables hold everything on their topics; the differences
+    left (none once settled)."""
     deadline = time.monotonic() + timeout_s
-    while await table_differences(settings, app_id, marker, tables) and time.monotonic() < deadline:
+    while (differences := await table_differences(settings, app_id, marker, tables)) and time.monotonic() < deadline:
         await asyncio.sleep(1)
+    return differences
 
 
 def garbage(real: Event, wrong: Event, seed: int) -> dict[str, bytes]:
