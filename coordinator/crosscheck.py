@@ -1,4 +1,5 @@
-"""Cross-checking a replicated task: compare its replicas' outputs, break a tie with one more replica, settle it."""
+"""Cross-checking a replicated task: compare its replicas' outputs; break a tie with one more replica (EQUAL) or a
+ballot among agents (VOTE) or of a judge agent (JUDGE); settle it."""
 
 from __future__ import annotations
 
@@ -6,22 +7,29 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from swarmlog.coordinator import consensus
 from swarmlog.coordinator.dispatch import cancel, capable_elsewhere
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
     AGREED,
+    BALLOT,
     CANCELLED,
     DISPUTED,
     DONE,
+    EQUAL,
     FAILED,
     RUNNING,
     TIE_BREAK,
+    VOTE,
     MissionState,
     Replica,
+    TaskSpec,
     cross_checked,
+    task_ballot_id,
     workers,
 )
-from swarmlog.schemas.records import ComparedReplica, TaskCrossChecked
+from swarmlog.schemas import records
+from swarmlog.schemas.records import ComparedReplica, TaskCrossChecked, VoteRequested
 
 Groups = tuple[tuple[int, ...], ...]
 """Replica indexes grouped by normalised output: the largest group first, then the one with the earliest replica."""
@@ -90,17 +98,23 @@ def touched(draft: Draft, mission_id: str) -> set[str]:
 
 def settle(draft: Draft, mission_id: str, task_id: str) -> None:
     """Compare a replicated task's outputs once every replica ended, or once the consensus window passed since its
-    first output (since the tie-breaker's start, in its round) with a quorum in: agreed on a strict majority, else one
-    tie-breaker replica on another agent, else disputed. Replicas still running then are cancelled."""
+    first output (since the tie-breaker's start, in its round) with a quorum in. EQUAL: agreed on a strict majority,
+    else one tie-breaker replica on another agent, else disputed. VOTE and JUDGE: agreed when all outputs agree, else
+    a ballot among the replicas' agents (VOTE) or of one judge agent (JUDGE) chooses, closed by `close_ballot`.
+    Replicas still running then are cancelled. A task whose ballot is open is closed here once its window passed."""
     mission = draft.state.missions[mission_id]
     spec = mission.tasks[task_id]
     if not cross_checked(spec) or mission.finished(task_id):
+        return
+    check = mission.checks.get(task_id)
+    if check is not None and check.outcome == BALLOT:
+        if draft.now_ms >= mission.task_ballots[task_id].deadline_at:
+            close_ballot(draft, mission, task_id, timed_out=True)
         return
     replicas = {index: mission.replica(task_id, index) for index in range(spec.replicas)}
     done = {index: replica for index, replica in replicas.items() if replica.status == DONE}
     if not done:
         return
-    check = mission.checks.get(task_id)
     since = check.at if check is not None else min(replica.done_at for replica in done.values())
     ended = all(replica.status in (DONE, FAILED, CANCELLED) for replica in replicas.values())
     quorum = check is not None or len(done) >= mission.consensus.quorum * spec.replicas
@@ -108,32 +122,144 @@ def settle(draft: Draft, mission_id: str, task_id: str) -> None:
     if not ended and not timed_out:
         return
     groups = compare({index: replica.output or "" for index, replica in done.items()})
-    if majority(groups):
-        outcome = AGREED
-    elif check is None and capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values())):
-        outcome = TIE_BREAK
+    voters = _voters(draft, spec, done, replicas) if spec.check != EQUAL and len(groups) > 1 else ()
+    tie_breaker = capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values()))
+    if voters:
+        _open_ballot(draft, mission, task_id, (groups, done), voters, timed_out)
+    elif majority(groups):
+        _checked(draft, mission, task_id, groups, done, outcome=AGREED, timed_out=timed_out, replica=groups[0][0])
+    elif spec.check == EQUAL and check is None and tie_breaker:
+        _checked(
+            draft, mission, task_id, groups, done, outcome=TIE_BREAK, timed_out=timed_out, tie_breaker=spec.replicas
+        )
     else:
-        outcome = DISPUTED
+        _checked(draft, mission, task_id, groups, done, outcome=DISPUTED, timed_out=timed_out, replica=groups[0][0])
+    if timed_out:
+        _cancel_late(draft, mission, task_id, replicas, len(done))
+
+
+def _checked(
+    draft: Draft,
+    mission: MissionState,
+    task_id: str,
+    groups: Groups,
+    done: Mapping[int, Replica],
+    *,
+    outcome: str,
+    timed_out: bool,
+    since: int | None = None,
+    **fields: Any,
+) -> None:
+    """Journal a TaskCrossChecked of the task's done replicas, grouped; `since` is when the wait began (the task's first
+    output, the tie-breaker's start, or the ballot's opening)."""
+    check = mission.checks.get(task_id)
+    if since is None:
+        since = check.at if check is not None else min(replica.done_at for replica in done.values())
+    waited = draft.now_ms - since
     draft.emit(
         TaskCrossChecked,
-        mission_id,
-        mission_id=mission_id,
+        mission.mission_id,
+        mission_id=mission.mission_id,
         task_id=task_id,
-        rule="EQUAL",
+        rule=mission.tasks[task_id].check,
         outcome=outcome,
-        replica=None if outcome == TIE_BREAK else groups[0][0],
-        support=len(groups[0]),
+        support=fields.pop("support", len(groups[0])),
         compared=[
             ComparedReplica(replica=index, agent_id=done[index].agent_id or "", group=number)
             for number, group in enumerate(groups)
             for index in group
         ],
-        tie_breaker=spec.replicas if outcome == TIE_BREAK else None,
         timed_out=timed_out,
-        waited_ms=draft.now_ms - since,
+        waited_ms=waited,
+        **fields,
     )
-    if timed_out:
-        _cancel_late(draft, mission, task_id, replicas, len(done))
+
+
+def _voters(
+    draft: Draft, spec: TaskSpec, done: Mapping[int, Replica], replicas: Mapping[int, Replica]
+) -> tuple[str, ...]:
+    """Who chooses among a VOTE or JUDGE task's outputs: the alive agents that gave them (VOTE), in replica order; or the
+    one alive agent with the judge capability, one that did not work on the task first, then the least loaded (JUDGE)."""
+    agents = draft.state.agents
+    if spec.check == VOTE:
+        gave = dict.fromkeys(replica.agent_id for replica in done.values() if replica.agent_id)
+        return tuple(agent_id for agent_id in gave if agent_id in agents and agents[agent_id].alive)
+    worked = workers(replicas.values())
+    judges = [agent for agent in agents.values() if agent.alive and spec.judge in agent.capabilities]
+    if not judges:
+        return ()
+    best = min(judges, key=lambda agent: (agent.agent_id in worked, len(agent.tasks) / agent.capacity, agent.agent_id))
+    return (best.agent_id,)
+
+
+def _open_ballot(
+    draft: Draft,
+    mission: MissionState,
+    task_id: str,
+    compared: tuple[Groups, Mapping[int, Replica]],
+    voters: tuple[str, ...],
+    timed_out: bool,
+) -> None:
+    """Journal the BALLOT check and ask each voter to choose among the distinct outputs (each group's earliest replica)
+    within the consensus window."""
+    groups, done = compared
+    ballot_id = task_ballot_id(mission.mission_id, task_id)
+    _checked(draft, mission, task_id, groups, done, outcome=BALLOT, timed_out=timed_out, ballot_id=ballot_id)
+    candidates = [
+        records.Candidate(f"{task_id}/{group[0]}", done[group[0]].agent_id or "", done[group[0]].output or "")
+        for group in groups
+    ]
+    for voter in voters:
+        draft.emit(
+            VoteRequested,
+            mission.mission_id,
+            mission_id=mission.mission_id,
+            ballot_id=ballot_id,
+            voter_agent_id=voter,
+            slot=draft.state.agents[voter].slot,
+            candidates=candidates,
+            deadline_at=draft.now_ms + mission.consensus.window_ms,
+        )
+
+
+def ballot_open(mission: MissionState, task_id: str) -> bool:
+    """Whether the task's cross-check ballot is open (its latest check is BALLOT)."""
+    check = mission.checks.get(task_id)
+    return task_id in mission.task_ballots and check is not None and check.outcome == BALLOT
+
+
+def on_task_vote(draft: Draft, mission_id: str, task_id: str) -> None:
+    """After a vote on the task's ballot: close it once decided (see `consensus.decided`)."""
+    mission = draft.state.missions[mission_id]
+    if consensus.decided(mission.task_ballots[task_id], mission.consensus):
+        close_ballot(draft, mission, task_id, timed_out=False)
+
+
+def close_ballot(draft: Draft, mission: MissionState, task_id: str, *, timed_out: bool) -> None:
+    """Settle the task on its ballot: agreed on the leader when it has more than half the votes (by the mission's
+    strategy), else disputed on the leader, or on the largest group's earliest replica when no vote came."""
+    ballot = mission.task_ballots[task_id]
+    spec = mission.tasks[task_id]
+    done = {
+        index: replica for index in range(spec.replicas) if (replica := mission.replica(task_id, index)).status == DONE
+    }
+    groups = compare({index: replica.output or "" for index, replica in done.items()})
+    lead = consensus.leader(ballot, mission.consensus.strategy)
+    chosen = int(lead[0].candidate_id.rpartition("/")[2]) if lead else groups[0][0]
+    _checked(
+        draft,
+        mission,
+        task_id,
+        groups,
+        done,
+        outcome=AGREED if lead and lead[1] > 0.5 else DISPUTED,
+        since=ballot.opened_at,
+        replica=chosen,
+        support=sum(1 for candidate_id, _ in ballot.votes.values() if candidate_id == f"{task_id}/{chosen}"),
+        ballot_id=ballot.ballot_id,
+        votes=len(ballot.votes),
+        timed_out=timed_out,
+    )
 
 
 def _cancel_late(

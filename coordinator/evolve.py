@@ -31,6 +31,7 @@ from swarmlog.coordinator.state import (
     MissionState,
     ReplicaKey,
     State,
+    ballot_task,
     finished,
     initial,
     workers,
@@ -381,24 +382,35 @@ def _enlisted(state: State, event: AgentEnlisted) -> State:
 
 
 def _vote_requested(state: State, event: VoteRequested) -> State:
+    """Add the voter to its ballot (the mission's, or a task's cross-check), opened by its first VoteRequested."""
     mission = state.missions[event.mission_id]
-    ballot = mission.ballot or BallotTally(
+    task_id = ballot_task(mission.mission_id, event.ballot_id)
+    ballot = (mission.ballot if task_id is None else mission.task_ballots.get(task_id)) or BallotTally(
         ballot_id=event.ballot_id,
         candidates=tuple(Candidate(c.candidate_id, c.agent_id, c.output) for c in event.candidates),
         opened_at=event.occurred_at,
         deadline_at=event.deadline_at,
     )
     ballot = dataclasses.replace(ballot, voters=(*ballot.voters, event.voter_agent_id))
-    return _put(state, dataclasses.replace(mission, ballot=ballot))
+    return _put(state, _with_ballot(mission, task_id, ballot))
 
 
 def _vote_recorded(state: State, event: VoteRecorded) -> State:
+    """Count the vote in its ballot."""
     mission = state.missions[event.mission_id]
-    ballot = mission.ballot
+    task_id = ballot_task(mission.mission_id, event.ballot_id)
+    ballot = mission.ballot if task_id is None else mission.task_ballots.get(task_id)
     if ballot is None:
         return state
     votes = {**ballot.votes, event.voter_agent_id: (event.candidate_id, event.confidence)}
-    return _put(state, dataclasses.replace(mission, ballot=dataclasses.replace(ballot, votes=votes)))
+    return _put(state, _with_ballot(mission, task_id, dataclasses.replace(ballot, votes=votes)))
+
+
+def _with_ballot(mission: MissionState, task_id: str | None, ballot: BallotTally) -> MissionState:
+    """The mission holding this ballot: its own (no task), or the task's cross-check ballot."""
+    if task_id is None:
+        return dataclasses.replace(mission, ballot=ballot)
+    return dataclasses.replace(mission, task_ballots={**mission.task_ballots, task_id: ballot})
 
 
 def _ended(state: State, mission_id: str, phase: str, at_ms: int) -> State:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swarmlog.coordinator.state import DECISION_MAKING, FINAL_TASK, PLAN_TASK, TaskSpec
+from swarmlog.coordinator.state import DECISION_MAKING, EQUAL, FINAL_TASK, JUDGE, PLAN_TASK, VOTE, TaskSpec
 from swarmlog.schemas import records
 
 RESERVED_PREFIX = "@"
@@ -15,6 +15,8 @@ MIN_TASK_TOKENS = 129
 """The fewest tokens a task may give its generations: one more than an action's overhead
 (swarmlog.actors.actions.ACTION_OVERHEAD_TOKENS, which a core cannot import; a test ties the two), so that some
 content fits."""
+RULES = (EQUAL, VOTE, JUDGE)
+"""The cross-check rules a task may name (TaskSpec.check)."""
 MAX_TASK_TOKENS = 1 << 20
 """The most tokens a task may give its generations (1,048,576): beyond any model's context today, so a larger value
 is a typo; an output larger than an event travels as an artifact."""
@@ -30,6 +32,8 @@ def from_record(record: records.TaskSpec) -> TaskSpec:
         replicas=record.replicas,
         max_steps=record.max_steps,
         max_tokens=record.max_tokens,
+        check=record.check,
+        judge=record.judge,
     )
 
 
@@ -43,6 +47,8 @@ def to_record(spec: TaskSpec) -> records.TaskSpec:
         replicas=spec.replicas,
         max_steps=spec.max_steps,
         max_tokens=spec.max_tokens,
+        check=spec.check,  # type: ignore[arg-type]  # a rule problem() accepted is one of the enum's symbols
+        judge=spec.judge,
     )
 
 
@@ -77,10 +83,22 @@ def problem(specs: Sequence[TaskSpec]) -> str | None:
                 f"task {spec.task_id!r} has max_tokens {spec.max_tokens}; give {MIN_TASK_TOKENS} to {MAX_TASK_TOKENS}, "
                 "or leave it out for the agent's own"
             )
+        rule = _rule_problem(spec)
+        if rule:
+            return rule
         unknown = set(spec.depends_on) - set(ids)
         if unknown:
             return f"task {spec.task_id!r} depends on unknown tasks {sorted(unknown)}"
     return _cycle(specs)
+
+
+def _rule_problem(spec: TaskSpec) -> str | None:
+    """Why the task's cross-check rule cannot run, or None."""
+    if spec.check not in RULES:
+        return f"task {spec.task_id!r} has check {spec.check!r}; give one of {list(RULES)}"
+    if (spec.check == JUDGE) != bool(spec.judge):
+        return f"task {spec.task_id!r}: check JUDGE needs judge (the capability its judge agent has), and only it does"
+    return None
 
 
 def _cycle(specs: Sequence[TaskSpec]) -> str | None:
@@ -122,10 +140,15 @@ def _spec(item: Mapping[str, Any]) -> TaskSpec:
         replicas=item.get("replicas", 1),
         max_steps=item.get("max_steps", MAX_STEPS),
         max_tokens=item.get("max_tokens"),
+        check=item.get("check", EQUAL),
+        judge=item.get("judge"),
     )
-    strings = [spec.task_id, spec.prompt, *spec.required_capabilities, *spec.depends_on]
+    strings = [spec.task_id, spec.prompt, spec.check, *spec.required_capabilities, *spec.depends_on]
+    strings += [] if spec.judge is None else [spec.judge]
     if not all(isinstance(value, str) for value in strings):
-        raise TypeError(f"task_id, prompt, required_capabilities and depends_on must be strings in {item}")
+        raise TypeError(
+            f"task_id, prompt, check, judge, required_capabilities and depends_on must be strings in {item}"
+        )
     integers = (spec.replicas, spec.max_steps, *(() if spec.max_tokens is None else (spec.max_tokens,)))
     if not all(isinstance(value, int) and not isinstance(value, bool) for value in integers):
         raise TypeError(f"replicas, max_steps and max_tokens must be integers in {item}")

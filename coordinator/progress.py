@@ -118,14 +118,20 @@ def evolve(progress: MissionProgress, event: Event) -> MissionProgress:
 
 
 def cross_check(event: TaskCrossChecked) -> str:
-    """A cross-check in a few words: its outcome, the support of the leading output among the replicas compared, and
-    whether the consensus window closed it."""
+    """A cross-check in a few words: its outcome, the support of the leading output among the replicas compared (or,
+    after a ballot, the votes the chosen output got), and whether the consensus window closed it."""
     support = f"{event.support}/{len(event.compared)}"
-    said = {
-        "AGREED": f"agreed {support} on replica {event.replica}",
-        "TIE_BREAK": f"split {support}: tie-breaker replica {event.tie_breaker}",
-        "DISPUTED": f"disputed {support}: replica {event.replica} taken",
-    }[event.outcome]
+    if event.ballot_id is not None and event.outcome != "BALLOT":
+        votes = f"{event.support}/{event.votes} votes"
+        said = f"{'agreed' if event.outcome == 'AGREED' else 'disputed'} by {event.rule.lower()}, {votes}"
+        said += f": replica {event.replica}"
+    else:
+        said = {
+            "AGREED": f"agreed {support} on replica {event.replica}",
+            "TIE_BREAK": f"split {support}: tie-breaker replica {event.tie_breaker}",
+            "BALLOT": f"split {support}: {event.rule.lower()} ballot opened",
+            "DISPUTED": f"disputed {support}: replica {event.replica} taken",
+        }[event.outcome]
     return f"{said} (window passed)" if event.timed_out else said
 
 

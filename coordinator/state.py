@@ -105,6 +105,10 @@ class TaskSpec:
     kind: str = "WORK"
     max_tokens: int | None = None
     """Tokens each generation of the task may take; None: the agent's own."""
+    check: str = "EQUAL"
+    """The rule that cross-checks its replicas (EQUAL, VOTE or JUDGE: see `coordinator.crosscheck`)."""
+    judge: str | None = None
+    """With check JUDGE: the capability its judge agent needs."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,10 +131,16 @@ class Replica:
     doubles its start timeout, up to START_BACKOFF_MAX times it (see `starts.start_timeout_ms`)."""
 
 
-# Cross-check outcomes (TaskCrossChecked).
+# Cross-check rules (TaskSpec.check) and outcomes (TaskCrossChecked).
+EQUAL = "EQUAL"
+VOTE = "VOTE"
+JUDGE = "JUDGE"
 AGREED = "AGREED"
 TIE_BREAK = "TIE_BREAK"
+BALLOT = "BALLOT"
 DISPUTED = "DISPUTED"
+SETTLING = frozenset({TIE_BREAK, BALLOT})
+"""Outcomes after which the task is not yet settled: a tie-breaker replica runs, or its ballot is open."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -159,7 +169,7 @@ def finished(spec: TaskSpec, statuses: Set[str], check: CrossCheck | None) -> bo
     """Whether a task is finished: its replicas' outputs compared and settled (when it is cross-checked), else every
     replica ended and one succeeded."""
     if cross_checked(spec):
-        return check is not None and check.outcome != TIE_BREAK
+        return check is not None and check.outcome not in SETTLING
     return statuses <= {DONE, FAILED} and DONE in statuses
 
 
@@ -178,7 +188,7 @@ class Candidate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class BallotTally:
-    """The mission's single consensus ballot and the votes recorded so far."""
+    """A consensus ballot (the mission's, or a task's cross-check by VOTE or JUDGE) and the votes recorded so far."""
 
     ballot_id: str
     candidates: tuple[Candidate, ...]
@@ -186,6 +196,24 @@ class BallotTally:
     deadline_at: int
     voters: tuple[str, ...] = ()
     votes: Mapping[str, tuple[str, float]] = dataclasses.field(default_factory=dict)
+
+
+def mission_ballot_id(mission_id: str) -> str:
+    """The id of the mission's phase-2 ballot."""
+    return f"{mission_id}/ballot"
+
+
+def task_ballot_id(mission_id: str, task_id: str) -> str:
+    """The id of a task's cross-check ballot."""
+    return f"{mission_id}/{task_id}/ballot"
+
+
+def ballot_task(mission_id: str, ballot_id: str) -> str | None:
+    """The task whose cross-check ballot this is, or None for the mission's own ballot (or a foreign id)."""
+    prefix, suffix = f"{mission_id}/", "/ballot"
+    if ballot_id == mission_ballot_id(mission_id) or not (ballot_id.startswith(prefix) and ballot_id.endswith(suffix)):
+        return None
+    return ballot_id[len(prefix) : -len(suffix)] or None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -233,6 +261,8 @@ class MissionState:
     """Tasks whose every replica failed for good: kept by `evolve`."""
     checks: Mapping[str, CrossCheck] = dataclasses.field(default_factory=dict)
     """The latest cross-check of each replicated task compared so far (TaskCrossChecked)."""
+    task_ballots: Mapping[str, BallotTally] = dataclasses.field(default_factory=dict)
+    """The ballot of each task cross-checked by VOTE or JUDGE whose outputs differed, by task id."""
 
     @property
     def active(self) -> bool:

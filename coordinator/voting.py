@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from swarmlog.coordinator import consensus
+from swarmlog.coordinator import consensus, crosscheck
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.draft import Draft
-from swarmlog.coordinator.state import MissionState
+from swarmlog.coordinator.state import MissionState, ballot_task, mission_ballot_id
 from swarmlog.schemas import records
 from swarmlog.schemas.records import ConsensusReached, ConsensusTimedOut, VoteCast, VoteRecorded, VoteRequested
 
@@ -14,7 +14,7 @@ def open_ballot(draft: Draft, mission: MissionState) -> None:
     """Ask every voter to choose among the candidates; a single candidate is reached at once."""
     candidates = consensus.candidates(mission)
     voters = consensus.voters(mission)
-    ballot_id = f"{mission.mission_id}/ballot"
+    ballot_id = mission_ballot_id(mission.mission_id)
     if len(candidates) == 1:
         draft.emit(
             ConsensusReached,
@@ -46,11 +46,21 @@ def open_ballot(draft: Draft, mission: MissionState) -> None:
 
 
 def on_vote_cast(draft: Draft, vote: VoteCast) -> Rejected | None:
-    """Record a voter's first vote on the open ballot, and reach consensus once it is decided."""
+    """Record a voter's first vote on an open ballot (the mission's, or a task's cross-check), and settle the ballot
+    once it is decided."""
     mission = draft.state.missions.get(vote.mission_id)
-    if mission is None or mission.ballot is None or mission.decision is not None or not mission.active:
+    if mission is None or not mission.active:
         return None
-    ballot, voter = mission.ballot, vote.voter_agent_id
+    task_id = ballot_task(mission.mission_id, vote.ballot_id)
+    if task_id is not None and task_id in mission.task_ballots:
+        if not crosscheck.ballot_open(mission, task_id):
+            return None
+        ballot = mission.task_ballots[task_id]
+    elif mission.ballot is None or mission.decision is not None:
+        return None
+    else:
+        ballot, task_id = mission.ballot, None
+    voter = vote.voter_agent_id
     if vote.ballot_id != ballot.ballot_id or voter not in ballot.voters:
         return Rejected(f"{voter} has no vote in ballot {vote.ballot_id} (open: {ballot.ballot_id})")
     if vote.candidate_id not in {candidate.candidate_id for candidate in ballot.candidates}:
@@ -66,6 +76,9 @@ def on_vote_cast(draft: Draft, vote: VoteCast) -> Rejected | None:
         candidate_id=vote.candidate_id,
         confidence=vote.confidence,
     )
+    if task_id is not None:
+        crosscheck.on_task_vote(draft, mission.mission_id, task_id)
+        return None
     mission = draft.state.missions[mission.mission_id]
     tallied = mission.ballot
     assert tallied is not None, "the VoteRecorded was folded into the open ballot"

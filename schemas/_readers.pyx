@@ -3160,7 +3160,10 @@ def _s20_record1(bytes b, Py_ssize_t p):
     return _records.JournalRecordsSkipped(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
 
 
-_s21_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s21_const12 = ('EQUAL', 'VOTE', 'JUDGE')
+
+
+_s21_const18 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
 def _s21_record5(bytes b, Py_ssize_t p):
@@ -3290,13 +3293,42 @@ def _s21_record5(bytes b, Py_ssize_t p):
         v6 = _int(n)
     else:
         raise ValueError(f'union index byte {n}')
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v7 = _s21_const12[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6, v7, v8), p
 
 
-def _s21_record12(bytes b, Py_ssize_t p):
+def _s21_record13(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count14
+    cdef long long _s21_count15
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3311,18 +3343,18 @@ def _s21_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s21_items13 = []
-    _s21_count14 = b[p]
-    if _s21_count14 < 128:
+    _s21_items14 = []
+    _s21_count15 = b[p]
+    if _s21_count15 < 128:
         p += 1
-        _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
+        _s21_count15 = (_s21_count15 >> 1) ^ -(_s21_count15 & 1)
     else:
-        _s21_count14, p = _long(b, p)
-    while _s21_count14:
-        if _s21_count14 < 0:
-            _s21_count14 = -_s21_count14
+        _s21_count15, p = _long(b, p)
+    while _s21_count15:
+        if _s21_count15 < 0:
+            _s21_count15 = -_s21_count15
             _, p = _long(b, p)
-        for _ in range(_s21_count14):
+        for _ in range(_s21_count15):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3334,20 +3366,20 @@ def _s21_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item15 = b[p:e].decode('utf-8')
+            _s21_item16 = b[p:e].decode('utf-8')
             p = e
-            _s21_items13.append(_s21_item15)
-        _s21_count14 = b[p]
-        if _s21_count14 < 128:
+            _s21_items14.append(_s21_item16)
+        _s21_count15 = b[p]
+        if _s21_count15 < 128:
             p += 1
-            _s21_count14 = (_s21_count14 >> 1) ^ -(_s21_count14 & 1)
+            _s21_count15 = (_s21_count15 >> 1) ^ -(_s21_count15 & 1)
         else:
-            _s21_count14, p = _long(b, p)
-    v1 = _s21_items13
+            _s21_count15, p = _long(b, p)
+    v1 = _s21_items14
     return _records.PlanningSpec(v0, v1), p
 
 
-def _s21_record16(bytes b, Py_ssize_t p):
+def _s21_record17(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -3357,7 +3389,7 @@ def _s21_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s21_const17[n >> 1]
+    v0 = _s21_const18[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -3370,10 +3402,10 @@ def _s21_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s21_record18(bytes b, Py_ssize_t p):
+def _s21_record19(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s21_count20
+    cdef long long _s21_count21
     size = len(b)
     n = b[p]
     if n < 128:
@@ -3388,18 +3420,18 @@ def _s21_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s21_items19 = []
-    _s21_count20 = b[p]
-    if _s21_count20 < 128:
+    _s21_items20 = []
+    _s21_count21 = b[p]
+    if _s21_count21 < 128:
         p += 1
-        _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
+        _s21_count21 = (_s21_count21 >> 1) ^ -(_s21_count21 & 1)
     else:
-        _s21_count20, p = _long(b, p)
-    while _s21_count20:
-        if _s21_count20 < 0:
-            _s21_count20 = -_s21_count20
+        _s21_count21, p = _long(b, p)
+    while _s21_count21:
+        if _s21_count21 < 0:
+            _s21_count21 = -_s21_count21
             _, p = _long(b, p)
-        for _ in range(_s21_count20):
+        for _ in range(_s21_count21):
             n = b[p]
             if n < 128:
                 p += 1
@@ -3411,16 +3443,16 @@ def _s21_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s21_item21 = b[p:e].decode('utf-8')
+            _s21_item22 = b[p:e].decode('utf-8')
             p = e
-            _s21_items19.append(_s21_item21)
-        _s21_count20 = b[p]
-        if _s21_count20 < 128:
+            _s21_items20.append(_s21_item22)
+        _s21_count21 = b[p]
+        if _s21_count21 < 128:
             p += 1
-            _s21_count20 = (_s21_count20 >> 1) ^ -(_s21_count20 & 1)
+            _s21_count21 = (_s21_count21 >> 1) ^ -(_s21_count21 & 1)
         else:
-            _s21_count20, p = _long(b, p)
-    v1 = _s21_items19
+            _s21_count21, p = _long(b, p)
+    v1 = _s21_items20
     return _records.FinalActionSpec(v0, v1), p
 
 
@@ -3580,10 +3612,10 @@ def _s21_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v10 = None
     elif n == 2:
-        v10, p = _s21_record12(b, p)
+        v10, p = _s21_record13(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v11, p = _s21_record16(b, p)
+    v11, p = _s21_record17(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -3591,7 +3623,7 @@ def _s21_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v12 = None
     elif n == 2:
-        v12, p = _s21_record18(b, p)
+        v12, p = _s21_record19(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -4238,7 +4270,10 @@ def _s25_record1(bytes b, Py_ssize_t p):
     return _records.MissionRetired(v0, v1, v4, v5, v6, v2, v3), p
 
 
-_s26_const20 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s26_const19 = ('EQUAL', 'VOTE', 'JUDGE')
+
+
+_s26_const21 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
 def _s26_record5(bytes b, Py_ssize_t p):
@@ -4442,10 +4477,39 @@ def _s26_record12(bytes b, Py_ssize_t p):
         v6 = _int(n)
     else:
         raise ValueError(f'union index byte {n}')
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v7 = _s26_const19[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6, v7, v8), p
 
 
-def _s26_record19(bytes b, Py_ssize_t p):
+def _s26_record20(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4455,7 +4519,7 @@ def _s26_record19(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s26_const20[n >> 1]
+    v0 = _s26_const21[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4468,10 +4532,10 @@ def _s26_record19(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s26_record21(bytes b, Py_ssize_t p):
+def _s26_record22(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s26_count23
+    cdef long long _s26_count24
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4486,18 +4550,18 @@ def _s26_record21(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s26_items22 = []
-    _s26_count23 = b[p]
-    if _s26_count23 < 128:
+    _s26_items23 = []
+    _s26_count24 = b[p]
+    if _s26_count24 < 128:
         p += 1
-        _s26_count23 = (_s26_count23 >> 1) ^ -(_s26_count23 & 1)
+        _s26_count24 = (_s26_count24 >> 1) ^ -(_s26_count24 & 1)
     else:
-        _s26_count23, p = _long(b, p)
-    while _s26_count23:
-        if _s26_count23 < 0:
-            _s26_count23 = -_s26_count23
+        _s26_count24, p = _long(b, p)
+    while _s26_count24:
+        if _s26_count24 < 0:
+            _s26_count24 = -_s26_count24
             _, p = _long(b, p)
-        for _ in range(_s26_count23):
+        for _ in range(_s26_count24):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4509,16 +4573,16 @@ def _s26_record21(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s26_item24 = b[p:e].decode('utf-8')
+            _s26_item25 = b[p:e].decode('utf-8')
             p = e
-            _s26_items22.append(_s26_item24)
-        _s26_count23 = b[p]
-        if _s26_count23 < 128:
+            _s26_items23.append(_s26_item25)
+        _s26_count24 = b[p]
+        if _s26_count24 < 128:
             p += 1
-            _s26_count23 = (_s26_count23 >> 1) ^ -(_s26_count23 & 1)
+            _s26_count24 = (_s26_count24 >> 1) ^ -(_s26_count24 & 1)
         else:
-            _s26_count23, p = _long(b, p)
-    v1 = _s26_items22
+            _s26_count24, p = _long(b, p)
+    v1 = _s26_items23
     return _records.FinalActionSpec(v0, v1), p
 
 
@@ -4679,7 +4743,7 @@ def _s26_record1(bytes b, Py_ssize_t p):
         else:
             _s26_count10, p = _long(b, p)
     v9 = _s26_items9
-    v10, p = _s26_record19(b, p)
+    v10, p = _s26_record20(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -4687,7 +4751,7 @@ def _s26_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s26_record21(b, p)
+        v11, p = _s26_record22(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -4738,7 +4802,10 @@ def _s26_record1(bytes b, Py_ssize_t p):
     return _records.MissionSplit(v0, v1, v4, v5, v6, v7, v8, v2, v3, v9, v10, v11, v12, v13, v14), p
 
 
-_s27_const17 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
+_s27_const12 = ('EQUAL', 'VOTE', 'JUDGE')
+
+
+_s27_const18 = ('MAJORITY', 'CONFIDENCE_WEIGHTED')
 
 
 def _s27_record5(bytes b, Py_ssize_t p):
@@ -4868,13 +4935,42 @@ def _s27_record5(bytes b, Py_ssize_t p):
         v6 = _int(n)
     else:
         raise ValueError(f'union index byte {n}')
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v7 = _s27_const12[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6, v7, v8), p
 
 
-def _s27_record12(bytes b, Py_ssize_t p):
+def _s27_record13(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s27_count14
+    cdef long long _s27_count15
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4889,18 +4985,18 @@ def _s27_record12(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s27_items13 = []
-    _s27_count14 = b[p]
-    if _s27_count14 < 128:
+    _s27_items14 = []
+    _s27_count15 = b[p]
+    if _s27_count15 < 128:
         p += 1
-        _s27_count14 = (_s27_count14 >> 1) ^ -(_s27_count14 & 1)
+        _s27_count15 = (_s27_count15 >> 1) ^ -(_s27_count15 & 1)
     else:
-        _s27_count14, p = _long(b, p)
-    while _s27_count14:
-        if _s27_count14 < 0:
-            _s27_count14 = -_s27_count14
+        _s27_count15, p = _long(b, p)
+    while _s27_count15:
+        if _s27_count15 < 0:
+            _s27_count15 = -_s27_count15
             _, p = _long(b, p)
-        for _ in range(_s27_count14):
+        for _ in range(_s27_count15):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4912,20 +5008,20 @@ def _s27_record12(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_item15 = b[p:e].decode('utf-8')
+            _s27_item16 = b[p:e].decode('utf-8')
             p = e
-            _s27_items13.append(_s27_item15)
-        _s27_count14 = b[p]
-        if _s27_count14 < 128:
+            _s27_items14.append(_s27_item16)
+        _s27_count15 = b[p]
+        if _s27_count15 < 128:
             p += 1
-            _s27_count14 = (_s27_count14 >> 1) ^ -(_s27_count14 & 1)
+            _s27_count15 = (_s27_count15 >> 1) ^ -(_s27_count15 & 1)
         else:
-            _s27_count14, p = _long(b, p)
-    v1 = _s27_items13
+            _s27_count15, p = _long(b, p)
+    v1 = _s27_items14
     return _records.PlanningSpec(v0, v1), p
 
 
-def _s27_record16(bytes b, Py_ssize_t p):
+def _s27_record17(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
     size = len(b)
@@ -4935,7 +5031,7 @@ def _s27_record16(bytes b, Py_ssize_t p):
         raise ValueError('union or enum index past one byte')
     if n & 1:
         raise ValueError('negative index')
-    v0 = _s27_const17[n >> 1]
+    v0 = _s27_const18[n >> 1]
     n = b[p]
     if n < 128:
         p += 1
@@ -4948,10 +5044,10 @@ def _s27_record16(bytes b, Py_ssize_t p):
     return _records.ConsensusSpec(v0, v1, v2), p
 
 
-def _s27_record18(bytes b, Py_ssize_t p):
+def _s27_record19(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
-    cdef long long _s27_count20
+    cdef long long _s27_count21
     size = len(b)
     n = b[p]
     if n < 128:
@@ -4966,18 +5062,18 @@ def _s27_record18(bytes b, Py_ssize_t p):
         raise ValueError('length past the payload')
     v0 = b[p:e].decode('utf-8')
     p = e
-    _s27_items19 = []
-    _s27_count20 = b[p]
-    if _s27_count20 < 128:
+    _s27_items20 = []
+    _s27_count21 = b[p]
+    if _s27_count21 < 128:
         p += 1
-        _s27_count20 = (_s27_count20 >> 1) ^ -(_s27_count20 & 1)
+        _s27_count21 = (_s27_count21 >> 1) ^ -(_s27_count21 & 1)
     else:
-        _s27_count20, p = _long(b, p)
-    while _s27_count20:
-        if _s27_count20 < 0:
-            _s27_count20 = -_s27_count20
+        _s27_count21, p = _long(b, p)
+    while _s27_count21:
+        if _s27_count21 < 0:
+            _s27_count21 = -_s27_count21
             _, p = _long(b, p)
-        for _ in range(_s27_count20):
+        for _ in range(_s27_count21):
             n = b[p]
             if n < 128:
                 p += 1
@@ -4989,16 +5085,16 @@ def _s27_record18(bytes b, Py_ssize_t p):
                 e = _length(n, p, size)
             if e > size:
                 raise ValueError('length past the payload')
-            _s27_item21 = b[p:e].decode('utf-8')
+            _s27_item22 = b[p:e].decode('utf-8')
             p = e
-            _s27_items19.append(_s27_item21)
-        _s27_count20 = b[p]
-        if _s27_count20 < 128:
+            _s27_items20.append(_s27_item22)
+        _s27_count21 = b[p]
+        if _s27_count21 < 128:
             p += 1
-            _s27_count20 = (_s27_count20 >> 1) ^ -(_s27_count20 & 1)
+            _s27_count21 = (_s27_count21 >> 1) ^ -(_s27_count21 & 1)
         else:
-            _s27_count20, p = _long(b, p)
-    v1 = _s27_items19
+            _s27_count21, p = _long(b, p)
+    v1 = _s27_items20
     return _records.FinalActionSpec(v0, v1), p
 
 
@@ -5160,10 +5256,10 @@ def _s27_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v9 = None
     elif n == 2:
-        v9, p = _s27_record12(b, p)
+        v9, p = _s27_record13(b, p)
     else:
         raise ValueError(f'union index byte {n}')
-    v10, p = _s27_record16(b, p)
+    v10, p = _s27_record17(b, p)
     n = b[p]
     p += 1
     if n > 127:
@@ -5171,7 +5267,7 @@ def _s27_record1(bytes b, Py_ssize_t p):
     if n == 0:
         v11 = None
     elif n == 2:
-        v11, p = _s27_record18(b, p)
+        v11, p = _s27_record19(b, p)
     else:
         raise ValueError(f'union index byte {n}')
     n = b[p]
@@ -5685,6 +5781,9 @@ def _s30_record1(bytes b, Py_ssize_t p):
     return _records.PhaseStarted(v0, v1, v4, v5, v6, v2, v3), p
 
 
+_s31_const12 = ('EQUAL', 'VOTE', 'JUDGE')
+
+
 def _s31_record5(bytes b, Py_ssize_t p):
     cdef Py_ssize_t size, e
     cdef long long n
@@ -5812,7 +5911,36 @@ def _s31_record5(bytes b, Py_ssize_t p):
         v6 = _int(n)
     else:
         raise ValueError(f'union index byte {n}')
-    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n & 1:
+        raise ValueError('negative index')
+    v7 = _s31_const12[n >> 1]
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v8 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v8 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.TaskSpec(v0, v1, v2, v3, v4, v5, v6, v7, v8), p
 
 
 def _s31_record1(bytes b, Py_ssize_t p):
@@ -7423,10 +7551,10 @@ def _s40_record1(bytes b, Py_ssize_t p):
     return _records.TaskCompleted(v0, v1, v4, v5, v6, v7, v8, v9, v10, v12, v15, v2, v3, v11, v13, v14, v16, v17), p
 
 
-_s41_const2 = ('EQUAL',)
+_s41_const2 = ('EQUAL', 'VOTE', 'JUDGE')
 
 
-_s41_const3 = ('AGREED', 'TIE_BREAK', 'DISPUTED')
+_s41_const3 = ('AGREED', 'TIE_BREAK', 'DISPUTED', 'BALLOT')
 
 
 def _s41_record7(bytes b, Py_ssize_t p):
@@ -7654,7 +7782,36 @@ def _s41_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v14 = n
-    return _records.TaskCrossChecked(v0, v1, v4, v5, v6, v8, v10, v2, v3, v7, v9, v11, v12, v13, v14), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v15 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v15 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    n = b[p]
+    if n < 128:
+        p += 1
+        n = (n >> 1) ^ -(n & 1)
+    else:
+        n, p = _long(b, p)
+    v16 = _int(n)
+    return _records.TaskCrossChecked(v0, v1, v4, v5, v6, v8, v10, v2, v3, v7, v9, v11, v12, v13, v14, v15, v16), p
 
 
 _s42_const2 = ('MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED')
@@ -10008,17 +10165,17 @@ READERS = {
     '1f2924a1fb8fbca0': _s18_record1,  # FinalSharePlaced v1
     '6d8cb406b76aacfe': _s19_record1,  # GroundTruthUpdated v1
     '3ff73efd2b119764': _s20_record1,  # JournalRecordsSkipped v1
-    '82ee9b268e2afaa6': _s21_record1,  # MissionAccepted v3
+    'cab346368c95919c': _s21_record1,  # MissionAccepted v4
     '08a112dec197e40b': _s22_record1,  # MissionCompleted v1
     '1c588229657689b0': _s23_record1,  # MissionFailed v1
     'd649fedb5b1aba1e': _s24_record1,  # MissionRejected v1
     '645a56ed0f633944': _s25_record1,  # MissionRetired v1
-    '8ed3fd90ec450c91': _s26_record1,  # MissionSplit v2
-    'a0b53dfdff302d7e': _s27_record1,  # MissionSubmitted v3
+    '118d62aeb5af3eeb': _s26_record1,  # MissionSplit v3
+    'fad62205c98dbd7f': _s27_record1,  # MissionSubmitted v4
     'b1c4decffcb93029': _s28_record1,  # PeerAnswered v1
     '8a9fdeb7e367cb72': _s29_record1,  # PeerQuestion v1
     'ef58c438337eea71': _s30_record1,  # PhaseStarted v1
-    'd1988f7bc6b570ce': _s31_record1,  # PlanAdopted v2
+    '0a3dde06594cc69e': _s31_record1,  # PlanAdopted v3
     '408ae9cb1b660725': _s32_record1,  # ResyncRequested v1
     '9692641e8a56564c': _s33_record1,  # ShareCompleted v1
     '7c06332049f9e8be': _s34_record1,  # ShareMoved v1
@@ -10028,7 +10185,7 @@ READERS = {
     '26ba897467dc19f9': _s38_record1,  # TaskAssigned v2
     'f4e49451418d89a6': _s39_record1,  # TaskCancelled v1
     '40a1ef3122c7cca3': _s40_record1,  # TaskCompleted v2
-    '38f5d1bb69081177': _s41_record1,  # TaskCrossChecked v1
+    'a4527b0bd6de6467': _s41_record1,  # TaskCrossChecked v2
     'cbb1794a558181c4': _s42_record1,  # TaskFailed v1
     'f51ee8a810a6e6a8': _s43_record1,  # TaskQueued v1
     '1df74edb95e4307f': _s44_record1,  # TaskReassigned v1

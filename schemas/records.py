@@ -493,6 +493,9 @@ class JournalRecordsSkipped(Event, frozen=True, gc=False):
     "event_id of the event that caused this one, if any."
 
 
+CrossCheckRule: TypeAlias = Literal['EQUAL', 'VOTE', 'JUDGE']
+
+
 class TaskSpec(msgspec.Struct, frozen=True, gc=False):
     "One task of a mission."
     task_id: str
@@ -507,6 +510,10 @@ class TaskSpec(msgspec.Struct, frozen=True, gc=False):
     "Bound on the agent's step loop."
     max_tokens: int | None = None
     "Tokens each generation of this task may take; null: the agent's own (--max-tokens, else its brain's default)."
+    check: CrossCheckRule = 'EQUAL'
+    "The rule that cross-checks this task's replicas (with replicas > 1)."
+    judge: str | None = None
+    "With check JUDGE: the capability the judge agent needs (it chooses among the differing outputs)."
 
 
 class PlanningSpec(msgspec.Struct, frozen=True, gc=False):
@@ -1038,10 +1045,7 @@ class TaskCompleted(Event, frozen=True, gc=False):
     "The seed the model sampled with (each agent its own, so replicas are independent draws); null when no model ran or the writer predates v2."
 
 
-CrossCheckOutcome: TypeAlias = Literal['AGREED', 'TIE_BREAK', 'DISPUTED']
-
-
-CrossCheckRule: TypeAlias = Literal['EQUAL']
+CrossCheckOutcome: TypeAlias = Literal['AGREED', 'TIE_BREAK', 'DISPUTED', 'BALLOT']
 
 
 class ComparedReplica(msgspec.Struct, frozen=True, gc=False):
@@ -1066,12 +1070,13 @@ class TaskCrossChecked(Event, frozen=True, gc=False):
     task_id: str
     outcome: CrossCheckOutcome
     support: int
-    "How many compared replicas gave the leading output (normalised)."
+    "How many compared replicas gave the leading output (normalised); after a ballot, the votes the chosen output got."
     correlation_id: str | None = None
     "The mission this event belongs to, if any."
     causation_id: str | None = None
     "event_id of the event that caused this one, if any."
     rule: CrossCheckRule = 'EQUAL'
+    "The task's rule (its TaskSpec's check)."
     replica: int | None = None
     "The replica whose output the task gives downstream (null while a tie-breaker runs)."
     compared: list[ComparedReplica] = []
@@ -1080,7 +1085,11 @@ class TaskCrossChecked(Event, frozen=True, gc=False):
     timed_out: bool = False
     "Compared when the mission's consensus window had passed with a quorum in, before every replica ended."
     waited_ms: int = 0
-    "From the task's first output (or the tie-breaker's start) to this comparison."
+    "From the task's first output (or the tie-breaker's start, or the ballot's opening) to this comparison."
+    ballot_id: str | None = None
+    "The task's ballot (VOTE, JUDGE): opened with BALLOT, closed by the AGREED or DISPUTED that follows."
+    votes: int = 0
+    "The votes the task's ballot received (VOTE, JUDGE; 0 otherwise)."
 
 
 FailureKind: TypeAlias = Literal['MALFORMED_OUTPUT', 'MODEL_ERROR', 'STEP_LIMIT', 'GAVE_UP', 'CANCELLED']
@@ -1521,17 +1530,17 @@ FINGERPRINTS: dict[str, str] = {
     'FinalSharePlaced': '1f2924a1fb8fbca0',
     'GroundTruthUpdated': '6d8cb406b76aacfe',
     'JournalRecordsSkipped': '3ff73efd2b119764',
-    'MissionAccepted': '82ee9b268e2afaa6',
+    'MissionAccepted': 'cab346368c95919c',
     'MissionCompleted': '08a112dec197e40b',
     'MissionFailed': '1c588229657689b0',
     'MissionRejected': 'd649fedb5b1aba1e',
     'MissionRetired': '645a56ed0f633944',
-    'MissionSplit': '8ed3fd90ec450c91',
-    'MissionSubmitted': 'a0b53dfdff302d7e',
+    'MissionSplit': '118d62aeb5af3eeb',
+    'MissionSubmitted': 'fad62205c98dbd7f',
     'PeerAnswered': 'b1c4decffcb93029',
     'PeerQuestion': '8a9fdeb7e367cb72',
     'PhaseStarted': 'ef58c438337eea71',
-    'PlanAdopted': 'd1988f7bc6b570ce',
+    'PlanAdopted': '0a3dde06594cc69e',
     'ResyncRequested': '408ae9cb1b660725',
     'ShareCompleted': '9692641e8a56564c',
     'ShareMoved': '7c06332049f9e8be',
@@ -1541,7 +1550,7 @@ FINGERPRINTS: dict[str, str] = {
     'TaskAssigned': '26ba897467dc19f9',
     'TaskCancelled': 'f4e49451418d89a6',
     'TaskCompleted': '40a1ef3122c7cca3',
-    'TaskCrossChecked': '38f5d1bb69081177',
+    'TaskCrossChecked': 'a4527b0bd6de6467',
     'TaskFailed': 'cbb1794a558181c4',
     'TaskQueued': 'f51ee8a810a6e6a8',
     'TaskReassigned': '1df74edb95e4307f',

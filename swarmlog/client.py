@@ -64,7 +64,17 @@ MISSION_FIELDS = (
     "submitted_by",
     "pass_replicas",
 )
-TASK_FIELDS = ("task_id", "prompt", "required_capabilities", "depends_on", "replicas", "max_steps", "max_tokens")
+TASK_FIELDS = (
+    "task_id",
+    "prompt",
+    "required_capabilities",
+    "depends_on",
+    "replicas",
+    "max_steps",
+    "max_tokens",
+    "check",
+    "judge",
+)
 
 
 def validate_mission(mission: Mapping[str, Any], *, producer: str = "client:python") -> MissionSubmitted:
@@ -134,6 +144,11 @@ class Task:
     max_steps: int = 4
     max_tokens: int | None = None
     """Tokens each generation of the task may take; None: the agent's own (--max-tokens, else its brain's default)."""
+    check: Literal["EQUAL", "VOTE", "JUDGE"] = "EQUAL"
+    """How its replicas' outputs are cross-checked (replicas > 1): normalised equality and a tie-breaker, a ballot among
+    the agents that gave them, or one judge agent's verdict."""
+    judge: str | None = None
+    """With check JUDGE: the capability the judge agent has."""
 
     def to_dict(self) -> dict[str, Any]:
         """The Avro TaskSpec record."""
@@ -145,6 +160,8 @@ class Task:
             "replicas": self.replicas,
             "max_steps": self.max_steps,
             "max_tokens": self.max_tokens,
+            "check": self.check,
+            "judge": self.judge,
         }
 
 

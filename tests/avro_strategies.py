@@ -86,9 +86,10 @@ UNIT = st.floats(0.0, 1.0)
 
 
 @st.composite
-def task_graphs(draw: st.DrawFn, max_tokens: bool = False) -> list[dict[str, Any]]:
+def task_graphs(draw: st.DrawFn, max_tokens: bool = False, check: bool = False) -> list[dict[str, Any]]:
     """Mission task lists: unique ids, each depending only on earlier tasks (so acyclic); with a max_tokens each
-    (null or within the plan's bounds) when the TaskSpec version has the field."""
+    (null or within the plan's bounds) and a cross-check rule (a judge capability with JUDGE only) when the TaskSpec
+    version has the fields."""
     ids = draw(st.lists(NON_EMPTY_TEXT, max_size=4, unique=True))
     return [
         {
@@ -100,9 +101,15 @@ def task_graphs(draw: st.DrawFn, max_tokens: bool = False) -> list[dict[str, Any
             "max_steps": draw(st.integers(1, 16)),
         }
         | ({"max_tokens": draw(st.none() | st.integers(MIN_TASK_TOKENS, MAX_TASK_TOKENS))} if max_tokens else {})
+        | (draw(CHECKS) if check else {})
         for index, task_id in enumerate(ids)
     ]
 
+
+CHECKS = st.sampled_from(["EQUAL", "VOTE"]).map(lambda rule: {"check": rule, "judge": None}) | st.text(
+    min_size=1, max_size=8
+).map(lambda capability: {"check": "JUDGE", "judge": capability})
+"""A TaskSpec's cross-check rule as the plan rules accept it."""
 
 CONSENSUS = st.fixed_dictionaries(
     {
@@ -179,8 +186,10 @@ def event_data(version: SchemaVersion) -> Strategy:
     overrides = {f"{version.name}.{field}": strategy for field, strategy in VALID_FIELDS.items() if field in fields}
     if (
         "tasks" in fields
-    ):  # the TaskSpec of MissionSubmitted v3, MissionAccepted v3, PlanAdopted v2, MissionSplit v2 has max_tokens
-        overrides[f"{version.name}.tasks"] = task_graphs(max_tokens='"max_tokens"' in json.dumps(version.schema))
+    ):  # the TaskSpec has max_tokens from MissionSubmitted v3, MissionAccepted v3, PlanAdopted v2, MissionSplit v2 on,
+        # and check and judge from the version after each
+        text = json.dumps(version.schema)
+        overrides[f"{version.name}.tasks"] = task_graphs(max_tokens='"max_tokens"' in text, check='"judge"' in text)
     values = from_schema(version.schema, overrides)
     if version.name in SHAPES:
         values = values.map(SHAPES[version.name])

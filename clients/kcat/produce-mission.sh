@@ -147,7 +147,7 @@ record=$(jq -n --arg event_id "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
    region: (if $region == "" then null else {string: $region} end),
    tasks: [$tasks[] | index("=") as $split
            | {task_id: .[:$split], prompt: .[$split + 1:], required_capabilities: $capabilities,
-              depends_on: [], replicas: 1, max_steps: 4, max_tokens: null}],
+              depends_on: [], replicas: 1, max_steps: 4, max_tokens: null, check: "EQUAL", judge: null}],
    planning: null, consensus: {strategy: "MAJORITY", window_ms: 30000, quorum: 0.5}, final_action: null,
    deadline_ms: null, token_budget: null, submitted_by: "client:kcat"}')
 # Fields a later schema version added, which this script does not set, at their defaults (Avro's JSON decoder fills

@@ -18,8 +18,9 @@ AVRO = Path(__file__).resolve().parents[2] / "schemas" / "avro"
 
 @functools.cache
 def _schema(name: str) -> Any:
-    """The parsed v1 schema of a record name."""
-    return fastavro.parse_schema(json.loads((AVRO / name / "v1.avsc").read_text()), named_schemas={})
+    """The parsed latest schema of a record name (the version the codec writes)."""
+    latest = max((AVRO / name).glob("v*.avsc"), key=lambda path: int(path.stem[1:]))
+    return fastavro.parse_schema(json.loads(latest.read_text()), named_schemas={})
 
 
 def assert_conforms(event: Event) -> None:

@@ -131,6 +131,27 @@ def cross_check() -> RecordedSwarm:
     return swarm
 
 
+def judged_check() -> RecordedSwarm:
+    """Three replicas of a JUDGE task differ; the judge agent's vote on its ballot chooses, the next task gets it."""
+    swarm = RecordedSwarm()
+    for agent_id in ("a1", "a2", "a3"):
+        swarm.register(agent_id, "code")
+    swarm.register("j", "judge")
+    judged = task("gen", "code", replicas=3) | {"check": "JUDGE", "judge": "judge"}
+    swarm.submit("m-judged", [judged, task("use", "code", depends_on=["gen"])])
+    for assigned, output in zip(sorted(swarm.running(), key=lambda a: a.replica), ("41", "42", "41"), strict=True):
+        swarm.started(assigned)
+        swarm.now_ms += 200
+        swarm.complete(assigned, output, tokens=12)
+    [request] = named(swarm.journal, VoteRequested)
+    swarm.now_ms += 300
+    swarm.vote(request, "gen/1")
+    [use] = swarm.running()
+    swarm.started(use)
+    swarm.complete(use, f"used {use.inputs['gen']}", tokens=4)
+    return swarm
+
+
 def agent_death() -> RecordedSwarm:
     """The agent of a task dies; the task is reassigned with the next attempt and the late answer is stale."""
     swarm = RecordedSwarm()
@@ -216,6 +237,7 @@ def throttle() -> RecordedSwarm:
 SCENARIOS: dict[str, Callable[[], RecordedSwarm]] = {
     "three_phase": three_phase,
     "cross_check": cross_check,
+    "judged_check": judged_check,
     "agent_death": agent_death,
     "deadlock": deadlock,
     "throttle": throttle,

@@ -112,7 +112,7 @@ def test_a_history_file_round_trips_and_names_the_schemas_it_uses(tmp_path: Path
     history.export(path, GOLDEN, REGIONS, {"mission": "m-three"})
     loaded = history.load(path)
     assert loaded.records == GOLDEN and loaded.regions == REGIONS
-    assert "MissionAccepted v3" in loaded.header["schemas"].values()  # the goldens are at the current versions
+    assert "MissionAccepted v4" in loaded.header["schemas"].values()  # the goldens are at the current versions
     journal = (JOURNAL,)
     assert history.load(path, journal).records == tuple(r for r in GOLDEN if r.topic in journal)
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:-3]))
