@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from swarmlog.coordinator import consensus
+from swarmlog.coordinator.ballot import ask_voters
 from swarmlog.coordinator.dispatch import cancel, capable_elsewhere
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import (
@@ -29,7 +30,7 @@ from swarmlog.coordinator.state import (
     workers,
 )
 from swarmlog.schemas import records
-from swarmlog.schemas.records import ComparedReplica, TaskCrossChecked, VoteRequested
+from swarmlog.schemas.records import ComparedReplica, TaskCrossChecked
 
 Groups = tuple[tuple[int, ...], ...]
 """Replica indexes grouped by normalised output: the largest group first, then the one with the earliest replica."""
@@ -209,17 +210,7 @@ def _open_ballot(
         records.Candidate(f"{task_id}/{group[0]}", done[group[0]].agent_id or "", done[group[0]].output or "")
         for group in groups
     ]
-    for voter in voters:
-        draft.emit(
-            VoteRequested,
-            mission.mission_id,
-            mission_id=mission.mission_id,
-            ballot_id=ballot_id,
-            voter_agent_id=voter,
-            slot=draft.state.agents[voter].slot,
-            candidates=candidates,
-            deadline_at=draft.now_ms + mission.consensus.window_ms,
-        )
+    ask_voters(draft, mission, ballot_id, candidates, voters)
 
 
 def ballot_open(mission: MissionState, task_id: str) -> bool:

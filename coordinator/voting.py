@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from swarmlog.coordinator import consensus, crosscheck
+from swarmlog.coordinator.ballot import ask_voters
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import MissionState, ballot_task, mission_ballot_id
 from swarmlog.schemas import records
-from swarmlog.schemas.records import ConsensusReached, ConsensusTimedOut, VoteCast, VoteRecorded, VoteRequested
+from swarmlog.schemas.records import ConsensusReached, ConsensusTimedOut, VoteCast, VoteRecorded
 
 
 def open_ballot(draft: Draft, mission: MissionState) -> None:
@@ -30,19 +31,9 @@ def open_ballot(draft: Draft, mission: MissionState) -> None:
             consensus_ms=0,
         )
         return
-    ballot_candidates = [records.Candidate(c.candidate_id, c.agent_id, c.output) for c in candidates]
-    deadline = draft.now_ms + mission.consensus.window_ms
-    for voter in voters:
-        draft.emit(
-            VoteRequested,
-            mission.mission_id,
-            mission_id=mission.mission_id,
-            ballot_id=ballot_id,
-            voter_agent_id=voter,
-            slot=draft.state.agents[voter].slot,
-            candidates=ballot_candidates,
-            deadline_at=deadline,
-        )
+    ask_voters(
+        draft, mission, ballot_id, [records.Candidate(c.candidate_id, c.agent_id, c.output) for c in candidates], voters
+    )
 
 
 def on_vote_cast(draft: Draft, vote: VoteCast) -> Rejected | None:
