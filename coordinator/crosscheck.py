@@ -124,12 +124,15 @@ def settle(draft: Draft, mission_id: str, task_id: str) -> None:
         return
     groups = compare({index: replica.output or "" for index, replica in done.items()})
     voters = _voters(draft, spec, done, replicas) if spec.check != EQUAL and len(groups) > 1 else ()
-    tie_breaker = capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values()))
     if voters:
         _open_ballot(draft, mission, task_id, (groups, done), voters, timed_out)
     elif majority(groups):
         _checked(draft, mission, task_id, groups, done, outcome=AGREED, timed_out=timed_out, replica=groups[0][0])
-    elif spec.check == EQUAL and check is None and tie_breaker:
+    elif (
+        spec.check == EQUAL
+        and check is None
+        and capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values()))
+    ):
         _checked(
             draft, mission, task_id, groups, done, outcome=TIE_BREAK, timed_out=timed_out, tie_breaker=spec.replicas
         )
