@@ -81,12 +81,13 @@ class Order:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Ballot:
-    """A vote this agent was asked for: candidate id → output."""
+    """A vote this agent was asked for: candidate id → output, and what the outputs answer (None from a v1 request)."""
 
     cause_id: str
     mission_id: str
     ballot_id: str
     candidates: Mapping[str, str]
+    question: str | None = None
 
     @classmethod
     def of(cls, requested: VoteRequested) -> Ballot:
@@ -96,6 +97,7 @@ class Ballot:
             requested.mission_id,
             requested.ballot_id,
             {c.candidate_id: c.output for c in requested.candidates},
+            requested.question,
         )
 
 

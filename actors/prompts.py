@@ -52,9 +52,12 @@ def excerpt(reference: str, text: str) -> str:
     return f"{text[:MAX_EXCERPT]}\n[the first {MAX_EXCERPT} of {len(text)} characters of {reference}]"
 
 
-def vote_prompt(candidates: Mapping[str, str]) -> str:
-    """The prompt of a ballot: each candidate's output, by candidate id."""
-    lines = ["Several agents answered the same task. Candidate answers:"]
+def vote_prompt(candidates: Mapping[str, str], question: str | None = None) -> str:
+    """The prompt of a ballot: what was asked, when known, then each candidate's output, by candidate id."""
+    asked = (
+        ["Several agents answered the same task:", question] if question else ["Several agents answered the same task."]
+    )
+    lines = [*asked, "Candidate answers:"]
     lines += [f"- {candidate_id}: {output}" for candidate_id, output in candidates.items()]
     lines.append(
         'Vote for the best answer. Reply with one JSON object: {"action": "vote", "candidate_id": the id you choose, '

@@ -307,7 +307,7 @@ def ballot_schema(ballot: Ballot) -> dict[str, Any]:
 
 def ballot_prompt(ballot: Ballot) -> str:
     """The prompt of a ballot."""
-    return vote_prompt(ballot.candidates)
+    return vote_prompt(ballot.candidates, ballot.question)
 
 
 def vote_events(ballot: Ballot, agent_id: str, text: str, usage: Usage) -> tuple[Event, ...]:

@@ -79,7 +79,7 @@ async def one_mission(brain: LlamaCppBrain) -> tuple[dict[str, bool], dict[str, 
         )
         answers[stage] = action.content if action else ""
     ballot = {"test/0": answers["test"], "test/1": answers["generate"]}
-    vote = await ask(vote_prompt(ballot), action_schema((VOTE,), tuple(ballot)))
+    vote = await ask(vote_prompt(ballot, TASKS["test"]), action_schema((VOTE,), tuple(ballot)))
     answers["vote"] = vote.candidate_id if vote and vote.candidate_id else ""
     final = await ask(task_prompt(FINAL, {"test": answers["test"]}), schema)
     answers["final"] = final.content if final else ""

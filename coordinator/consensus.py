@@ -28,6 +28,14 @@ def leaves(mission: MissionState) -> list[TaskSpec]:
     return [spec for spec in work if spec.task_id not in depended_on]
 
 
+def question(mission: MissionState) -> str:
+    """What the mission's ballot asks: its one leaf task's prompt, else its title and each leaf task's prompt."""
+    specs = leaves(mission)
+    if len(specs) == 1:
+        return specs[0].prompt
+    return "\n".join([mission.title, *(f"{spec.task_id}: {spec.prompt}" for spec in specs)])
+
+
 def candidates(mission: MissionState) -> tuple[Candidate, ...]:
     """The distinct outputs the leaf tasks give (see `_given`), each named after the first replica that gave it."""
     chosen: dict[str, Candidate] = {}

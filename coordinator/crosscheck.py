@@ -213,7 +213,7 @@ def _open_ballot(
         records.Candidate(f"{task_id}/{group[0]}", done[group[0]].agent_id or "", done[group[0]].output or "")
         for group in groups
     ]
-    ask_voters(draft, mission, ballot_id, candidates, voters)
+    ask_voters(draft, mission, ballot_id, mission.tasks[task_id].prompt, candidates, voters)
 
 
 def ballot_open(mission: MissionState, task_id: str) -> bool:

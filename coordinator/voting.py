@@ -32,7 +32,12 @@ def open_ballot(draft: Draft, mission: MissionState) -> None:
         )
         return
     ask_voters(
-        draft, mission, ballot_id, [records.Candidate(c.candidate_id, c.agent_id, c.output) for c in candidates], voters
+        draft,
+        mission,
+        ballot_id,
+        consensus.question(mission),
+        [records.Candidate(c.candidate_id, c.agent_id, c.output) for c in candidates],
+        voters,
     )
 
 

@@ -9840,7 +9840,29 @@ def _s53_record1(bytes b, Py_ssize_t p):
     else:
         n, p = _long(b, p)
     v10 = n
-    return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3), p
+    n = b[p]
+    p += 1
+    if n > 127:
+        raise ValueError('union or enum index past one byte')
+    if n == 0:
+        v11 = None
+    elif n == 2:
+        n = b[p]
+        if n < 128:
+            p += 1
+            if n & 1:
+                raise ValueError('negative length')
+            e = p + (n >> 1)
+        else:
+            n, p = _long(b, p)
+            e = _length(n, p, size)
+        if e > size:
+            raise ValueError('length past the payload')
+        v11 = b[p:e].decode('utf-8')
+        p = e
+    else:
+        raise ValueError(f'union index byte {n}')
+    return _records.VoteRequested(v0, v1, v4, v5, v6, v7, v8, v9, v10, v2, v3, v11), p
 
 
 _s54_const2 = ('ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED')
@@ -10197,7 +10219,7 @@ READERS = {
     '805eed139064fb28': _s50_record1,  # TokensUsed v1
     '11c59da0933bb0e7': _s51_record1,  # VoteCast v1
     'fb04b7e29f19942a': _s52_record1,  # VoteRecorded v1
-    '959249fde7afc8b0': _s53_record1,  # VoteRequested v1
+    '9a28a58be3a325c7': _s53_record1,  # VoteRequested v2
     '0385cbfc60771b43': _s54_record1,  # WaitEnded v1
     '39a1c9e7b9e4a5b7': _s55_record1,  # WaitStarted v1
 }

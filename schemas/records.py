@@ -1383,7 +1383,7 @@ class Candidate(msgspec.Struct, frozen=True, gc=False):
 
 
 class VoteRequested(Event, frozen=True, gc=False):
-    "Phase 2: an agent is asked to vote among candidate outputs before deadline_at."
+    "Phase 2: an agent is asked to vote among candidate outputs, answers to `question`, before deadline_at."
 
     name: ClassVar[str] = 'VoteRequested'
     event_id: str
@@ -1402,6 +1402,8 @@ class VoteRequested(Event, frozen=True, gc=False):
     "The mission this event belongs to, if any."
     causation_id: str | None = None
     "event_id of the event that caused this one, if any."
+    question: str | None = None
+    "What the candidates answer: the task's prompt for a task's cross-check ballot, the mission's goal for the mission's ballot; null in v1 records."
 
 
 WaitOutcome: TypeAlias = Literal['ANSWERED', 'ABORTED', 'TIMED_OUT', 'CANCELLED']
@@ -1562,7 +1564,7 @@ FINGERPRINTS: dict[str, str] = {
     'TokensUsed': '805eed139064fb28',
     'VoteCast': '11c59da0933bb0e7',
     'VoteRecorded': 'fb04b7e29f19942a',
-    'VoteRequested': '959249fde7afc8b0',
+    'VoteRequested': '9a28a58be3a325c7',
     'WaitEnded': '0385cbfc60771b43',
     'WaitStarted': '39a1c9e7b9e4a5b7',
 }

@@ -21,7 +21,17 @@ from swarmlog.actors.domain import (
     evolve,
     initial,
 )
-from swarmlog.actors.steps import Run, Usage, advance, ballot_schema, experience, released, step_taken, vote_events
+from swarmlog.actors.steps import (
+    Run,
+    Usage,
+    advance,
+    ballot_prompt,
+    ballot_schema,
+    experience,
+    released,
+    step_taken,
+    vote_events,
+)
 from swarmlog.kafka.records import TOPIC_EVENTS
 from swarmlog.schemas.catalog import default_catalog
 from swarmlog.schemas.codec import encode
@@ -274,3 +284,19 @@ def test_no_event_of_a_topic_outside_the_projection_changes_the_state(name, data
 def test_every_topic_of_the_projection_carries_events_that_change_the_state(topic, data):
     changing = [evolve(initial(ME), mine(name, data)) != initial(ME) for name in sorted(TOPIC_EVENTS[topic])]
     assert any(changing), topic
+
+
+def test_a_ballot_shows_the_voter_what_the_candidates_answer_and_a_v1_request_only_the_candidates():
+    fields = dict(mission_id="m1", ballot_id="b1", voter_agent_id=ME, slot=3, deadline_at=9_000)
+    candidates = [{"candidate_id": "c1", "agent_id": "a", "output": "4"}]
+    (asked,) = decide(
+        command("VoteRequested", "cmd-3", candidates=candidates, question="2 + 2?", **fields), initial(ME)
+    ).effects
+    (v1,) = decide(command("VoteRequested", "cmd-4", candidates=candidates, **fields), initial(ME)).effects
+    assert isinstance(asked, Vote) and isinstance(v1, Vote)
+    assert ballot_prompt(asked.ballot).splitlines()[:3] == [
+        "Several agents answered the same task:",
+        "2 + 2?",
+        "Candidate answers:",
+    ]
+    assert ballot_prompt(v1.ballot).splitlines()[:2] == ["Several agents answered the same task.", "Candidate answers:"]

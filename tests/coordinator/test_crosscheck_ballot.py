@@ -4,6 +4,7 @@ by one agent with the judge capability; unanimous outputs need no ballot; window
 from __future__ import annotations
 
 from swarmlog.coordinator import Decision, Receive, decide
+from swarmlog.coordinator.ballot import MAX_QUESTION
 from swarmlog.coordinator.commands import Rejected
 from swarmlog.coordinator.plan import from_record, problem
 from swarmlog.coordinator.progress import cross_check
@@ -66,6 +67,7 @@ def test_a_vote_task_whose_outputs_differ_asks_the_agents_that_gave_them_and_tak
         ("t/1", "Lyon"),
         ("t/2", "the capital is Paris"),
     ]
+    assert {r.question for r in requests} == {"do t"}  # the voters see the task's prompt
     assert downstream(swarm) == []  # not settled while the ballot is open
     swarm.vote(requests[0], "t/2")
     assert checks(swarm)[-1][1] == "BALLOT"
@@ -162,3 +164,14 @@ def test_the_timeline_says_how_a_ballot_settled_the_task():
     swarm.vote(requests[2], "t/1")
     said = [cross_check(event) for event in named(swarm.journal, TaskCrossChecked)]
     assert said == ["split 2/3: vote ballot opened", "agreed by vote, 2/2 votes: replica 1"]
+
+
+def test_a_ballot_s_question_longer_than_the_limit_is_cut_saying_so():
+    swarm = Swarm()
+    for agent_id in "abc":
+        swarm.register(agent_id, "code")
+    long_prompt = "x" * (MAX_QUESTION + 10)
+    swarm.submit("m", [task("t", "code", replicas=3) | {"check": "VOTE", "prompt": long_prompt}])
+    [request, *_] = named(answer(swarm, "1", "2", "3"), VoteRequested)
+    assert request.question == f"{'x' * MAX_QUESTION} [cut: {MAX_QUESTION + 10} characters]"
+    assert_conforms(request)

@@ -81,6 +81,7 @@ def test_a_pipeline_with_replicas_runs_all_three_phases():
     requests = named(events, VoteRequested)
     assert [r.voter_agent_id for r in requests] == ["g1", "r1", "r2", "t1", "d1", "d2", "d3"]
     assert [c.candidate_id for c in requests[0].candidates] == ["deploy/0", "deploy/1", "deploy/2"]
+    assert {r.question for r in requests} == {"do deploy"}  # the one leaf task's prompt: what the outputs answer
 
     swarm.now_ms += 500
     for request in requests[:3]:
