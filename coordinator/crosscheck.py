@@ -125,19 +125,47 @@ def settle(draft: Draft, mission_id: str, task_id: str) -> None:
     groups = compare({index: replica.output or "" for index, replica in done.items()})
     voters = _voters(draft, spec, done, replicas) if spec.check != EQUAL and len(groups) > 1 else ()
     if voters:
-        _open_ballot(draft, mission, task_id, (groups, done), voters, timed_out)
+        _open_ballot(draft, mission, task_id, (groups, done), voters, timed_out=timed_out, since=since)
     elif majority(groups):
-        _checked(draft, mission, task_id, groups, done, outcome=AGREED, timed_out=timed_out, replica=groups[0][0])
+        _checked(
+            draft,
+            mission,
+            task_id,
+            groups,
+            done,
+            outcome=AGREED,
+            timed_out=timed_out,
+            since=since,
+            replica=groups[0][0],
+        )
     elif (
         spec.check == EQUAL
         and check is None
         and capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values()))
     ):
         _checked(
-            draft, mission, task_id, groups, done, outcome=TIE_BREAK, timed_out=timed_out, tie_breaker=spec.replicas
+            draft,
+            mission,
+            task_id,
+            groups,
+            done,
+            outcome=TIE_BREAK,
+            timed_out=timed_out,
+            since=since,
+            tie_breaker=spec.replicas,
         )
     else:
-        _checked(draft, mission, task_id, groups, done, outcome=DISPUTED, timed_out=timed_out, replica=groups[0][0])
+        _checked(
+            draft,
+            mission,
+            task_id,
+            groups,
+            done,
+            outcome=DISPUTED,
+            timed_out=timed_out,
+            since=since,
+            replica=groups[0][0],
+        )
     if timed_out:
         _cancel_late(draft, mission, task_id, replicas, len(done))
 
@@ -151,14 +179,11 @@ def _checked(
     *,
     outcome: str,
     timed_out: bool,
-    since: int | None = None,
+    since: int,
     **fields: Any,
 ) -> None:
     """Journal a TaskCrossChecked of the task's done replicas, grouped; `since` is when the wait began (the task's first
     output, the tie-breaker's start, or the ballot's opening)."""
-    check = mission.checks.get(task_id)
-    if since is None:
-        since = check.at if check is not None else min(replica.done_at for replica in done.values())
     waited = draft.now_ms - since
     draft.emit(
         TaskCrossChecked,
@@ -202,13 +227,17 @@ def _open_ballot(
     task_id: str,
     compared: tuple[Groups, Mapping[int, Replica]],
     voters: tuple[str, ...],
+    *,
     timed_out: bool,
+    since: int,
 ) -> None:
     """Journal the BALLOT check and ask each voter to choose among the distinct outputs (each group's earliest replica)
     within the consensus window."""
     groups, done = compared
     ballot_id = task_ballot_id(mission.mission_id, task_id)
-    _checked(draft, mission, task_id, groups, done, outcome=BALLOT, timed_out=timed_out, ballot_id=ballot_id)
+    _checked(
+        draft, mission, task_id, groups, done, outcome=BALLOT, timed_out=timed_out, since=since, ballot_id=ballot_id
+    )
     candidates = [
         records.Candidate(f"{task_id}/{group[0]}", done[group[0]].agent_id or "", done[group[0]].output or "")
         for group in groups
