@@ -161,6 +161,7 @@ spec:
         (["redis.tls.existingSecret=redis-tls"], "is not rediss://"),
         (["signing.enabled=true", "signing.trust=x"], "signing.enabled needs signing.keysSecret"),
         (["signing.enabled=true", "signing.keysSecret=keys"], "signing.enabled needs the trust file"),
+        (["artifacts.enabled=false"], "with 4 agent pods: an agent could not read another pod's artifacts"),
     ],
 )
 def test_the_chart_refuses_values_that_contradict_each_other(
@@ -299,6 +300,42 @@ def test_ids_regions_gpus_and_metrics_come_from_the_pods(rendered: dict[str, lis
         scraped = name not in ("swarmlog-top", "swarmlog-topics")  # the top level and the Job serve no metrics
         assert (annotations.get("prometheus.io/scrape") == "true") == scraped, name
         assert not scraped or annotations["prometheus.io/port"] == "9100"
+
+
+def artifact_stores(docs: list[dict[str, Any]]) -> dict[str, tuple[str, str | None, str | None]]:
+    """Per workload: (its command, the claim its `artifacts` volume names, SWARMLOG_ARTIFACTS_DIR)."""
+    found = {}
+    for workload, container in containers(docs):
+        volumes = {v["name"]: v for v in workload["spec"]["template"]["spec"].get("volumes", [])}
+        mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        claim = volumes["artifacts"]["persistentVolumeClaim"]["claimName"] if "artifacts" in volumes else None
+        assert mounts.get("artifacts") == (claim and "/artifacts")
+        found[workload["metadata"]["name"]] = (container["args"][0], claim, env.get("SWARMLOG_ARTIFACTS_DIR"))
+    return found
+
+
+def test_every_agent_pod_mounts_the_one_shared_artifact_store(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    for name, docs in rendered.items():
+        (claim,) = by_kind(docs, "PersistentVolumeClaim").values()
+        assert claim["metadata"]["name"] == "swarmlog-artifacts" and claim["spec"]["accessModes"] == ["ReadWriteMany"]
+        assert claim["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        stores = artifact_stores(docs).values()
+        commands = {command for command, _, _ in stores}
+        assert commands & {"agent", "fleet"} and "coordinator" in commands, name
+        for command, claim_name, directory in stores:
+            agent = command in ("agent", "fleet")
+            assert (claim_name, directory) == (("swarmlog-artifacts", "/artifacts") if agent else (None, None)), name
+    existing = helm("template", "swarmlog", str(CHART), "--set", "artifacts.existingClaim=team-nfs")
+    assert existing.returncode == 0, existing.stderr
+    docs = [doc for doc in yaml.safe_load_all(existing.stdout) if doc]
+    assert by_kind(docs, "PersistentVolumeClaim") == {}  # the operator's claim, not one of the chart's
+    assert artifact_stores(docs)["swarmlog-agent"] == ("agent", "team-nfs", "/artifacts")
+    one_pod = ["artifacts.enabled=false", "agents.pools[0].name=a", "agents.pools[0].replicas=1"]
+    alone = helm("template", "swarmlog", str(CHART), *[arg for value in one_pod for arg in ("--set", value)])
+    assert alone.returncode == 0, alone.stderr  # one agent pod may keep its own store
+    docs = [doc for doc in yaml.safe_load_all(alone.stdout) if doc]
+    assert artifact_stores(docs)["swarmlog-a"] == ("agent", None, None)
 
 
 def test_the_worked_example_of_the_docs_renders_valid_manifests(

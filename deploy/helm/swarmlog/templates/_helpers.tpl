@@ -151,6 +151,13 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 
 {{/* The Redis client's files belong to the processes that use Redis: the stream processors and the agents. */}}
+{{/* The claim of the agents' shared artifact store: artifacts.existingClaim, else the chart's; empty when off. */}}
+{{- define "swarmlog.artifactsClaim" -}}
+{{- if .Values.artifacts.enabled -}}
+{{- .Values.artifacts.existingClaim | default (printf "%s-artifacts" (include "swarmlog.fullname" .)) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "swarmlog.usesRedis" -}}
 {{- if has .role (list "streams" "agent") -}}true{{- end -}}
 {{- end -}}
@@ -246,6 +253,12 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
       - {key: {{ printf "%s.pem" . | quote }}, path: {{ printf "%s.pem" . | quote }}}
       {{- end }}
 {{- end }}
+{{- $artifacts := include "swarmlog.artifactsClaim" .root }}
+{{- if and (eq .role "agent") $artifacts }}
+- name: artifacts
+  persistentVolumeClaim:
+    claimName: {{ $artifacts }}
+{{- end }}
 {{- if include "swarmlog.usesRedis" . }}
 {{- if $s.redisSecret }}
 - name: redis
@@ -282,6 +295,9 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- if and .signer (include "swarmlog.trustConfigMap" .root) }}
 - {name: trust, mountPath: /etc/swarmlog/trust, readOnly: true}
 - {name: signing, mountPath: /etc/swarmlog/signing, readOnly: true}
+{{- end }}
+{{- if and (eq .role "agent") (include "swarmlog.artifactsClaim" .root) }}
+- {name: artifacts, mountPath: /artifacts}
 {{- end }}
 {{- if include "swarmlog.usesRedis" . }}
 {{- if $s.redisSecret }}
