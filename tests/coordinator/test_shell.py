@@ -203,6 +203,21 @@ async def _journal_something(settings: Settings, service: CoordinatorService) ->
     await eventually(left, timeout_s=30)
 
 
+def _undisturbed(settings: Settings, data_dir: Path) -> CoordinatorService:
+    """region-0's coordinator with timeouts no tick reaches: other tests' missions on region-0's journal end, and a
+    tick that retired one between two folds would make them differ by that event."""
+    forever = 10**12
+    return CoordinatorService(
+        settings,
+        "region-0",
+        data_dir=data_dir,
+        start_timeout_ms=forever,
+        retain_ended_ms=forever,
+        retain_slot_ms=forever,
+        retain_goodbye_slot_ms=forever,
+    )
+
+
 def _another_cluster(folded: FoldedJournal) -> FoldedJournal:
     return dataclasses.replace(folded, origin=dataclasses.replace(folded.origin, cluster_id="another-cluster"))
 
@@ -231,14 +246,14 @@ def _another_event_at_the_tip(folded: FoldedJournal) -> FoldedJournal:
 async def test_a_snapshot_from_elsewhere_is_detected_logged_and_the_journal_re_folded(
     settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture, stale, says: str
 ):
-    async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "fresh") as fresh:
+    async with _undisturbed(settings, tmp_path / "fresh") as fresh:
         await _journal_something(settings, fresh)
         expected = fresh.folded
     assert expected.origin is not None and expected.tip is not None
     assert expected.origin.cluster_id  # Kafka's id; Tansu says tansu_cluster, the same for every Tansu broker
     snapshots.save(tmp_path / "stale" / "region-0", stale(expected))
     with caplog.at_level(logging.WARNING, logger="swarmlog.coordinator"):
-        async with CoordinatorService(settings, "region-0", data_dir=tmp_path / "stale") as recovered:
+        async with _undisturbed(settings, tmp_path / "stale") as recovered:
             assert (recovered.folded.state, recovered.folded.offset) == (expected.state, expected.offset)
     [warning] = [r.getMessage() for r in caplog.records if "not resuming from the coordinator snapshot" in r.message]
     assert says in warning and "SWARMLOG_BOOTSTRAP" in warning, warning
@@ -248,10 +263,10 @@ async def test_a_snapshot_from_elsewhere_is_detected_logged_and_the_journal_re_f
 async def test_a_snapshot_that_still_matches_is_resumed_from(
     settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
-    async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as first:
+    async with _undisturbed(settings, tmp_path) as first:
         expected = first.folded
     with caplog.at_level(logging.WARNING, logger="swarmlog.coordinator"):
-        async with CoordinatorService(settings, "region-0", data_dir=tmp_path) as again:
+        async with _undisturbed(settings, tmp_path) as again:
             assert (again.folded.state, again.folded.offset) == (expected.state, expected.offset)
     assert not [r for r in caplog.records if "not resuming" in r.getMessage()]
 
