@@ -22,6 +22,7 @@ from swarmlog.coordinator.state import (
     RUNNING,
     TIE_BREAK,
     VOTE,
+    CrossCheck,
     MissionState,
     Replica,
     TaskSpec,
@@ -126,48 +127,27 @@ def settle(draft: Draft, mission_id: str, task_id: str) -> None:
     voters = _voters(draft, spec, done, replicas) if spec.check != EQUAL and len(groups) > 1 else ()
     if voters:
         _open_ballot(draft, mission, task_id, (groups, done), voters, timed_out=timed_out, since=since)
-    elif majority(groups):
-        _checked(
-            draft,
-            mission,
-            task_id,
-            groups,
-            done,
-            outcome=AGREED,
-            timed_out=timed_out,
-            since=since,
-            replica=groups[0][0],
-        )
-    elif (
+    else:
+        outcome, chosen = _compared(draft, spec, check, groups, replicas)
+        _checked(draft, mission, task_id, groups, done, outcome=outcome, timed_out=timed_out, since=since, **chosen)
+    if timed_out:
+        _cancel_late(draft, mission, task_id, replicas, len(done))
+
+
+def _compared(
+    draft: Draft, spec: TaskSpec, check: CrossCheck | None, groups: Groups, replicas: Mapping[int, Replica]
+) -> tuple[str, dict[str, int]]:
+    """What comparing alone decides, and its replica field: AGREED on a strict majority, else (EQUAL, first round) a
+    tie-breaker on an agent that ran none of the task's replicas, else DISPUTED."""
+    if majority(groups):
+        return AGREED, {"replica": groups[0][0]}
+    if (
         spec.check == EQUAL
         and check is None
         and capable_elsewhere(spec, draft.state.agents.values(), workers(replicas.values()))
     ):
-        _checked(
-            draft,
-            mission,
-            task_id,
-            groups,
-            done,
-            outcome=TIE_BREAK,
-            timed_out=timed_out,
-            since=since,
-            tie_breaker=spec.replicas,
-        )
-    else:
-        _checked(
-            draft,
-            mission,
-            task_id,
-            groups,
-            done,
-            outcome=DISPUTED,
-            timed_out=timed_out,
-            since=since,
-            replica=groups[0][0],
-        )
-    if timed_out:
-        _cancel_late(draft, mission, task_id, replicas, len(done))
+        return TIE_BREAK, {"tie_breaker": spec.replicas}
+    return DISPUTED, {"replica": groups[0][0]}
 
 
 def _checked(
