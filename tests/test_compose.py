@@ -103,3 +103,12 @@ def test_grafana_is_provisioned_with_the_datasource_the_dashboard_uses():
     provider = yaml.safe_load((provisioning / "dashboards" / "swarmlog.yml").read_text())["providers"][0]
     mounts = services()["grafana"]["volumes"]
     assert f"./deploy/grafana/dashboards:{provider['options']['path']}:ro" in mounts
+
+
+def test_the_agents_image_installs_vllm_the_way_make_vllm_does():
+    build = yaml.safe_load(COMPOSE.read_text())["x-swarmlog"]["build"]
+    assert build["args"]["VLLM"] == "gpu"  # the official wheel on the GPU agents
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert 'ARG VLLM="gpu"' in dockerfile
+    assert 'SWARMLOG_VLLM="$VLLM" bash scripts/install-vllm-stack.sh python .' in dockerfile
+    assert "scripts/install-vllm-stack.sh" in (ROOT / "scripts" / "setup-vllm.sh").read_text()
