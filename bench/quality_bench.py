@@ -10,6 +10,8 @@ with its own seed (temperature 0.2). The set runs once per `--replicas` value on
 - replicas 3: the coordinator cross-checks the task (TaskCrossChecked: outputs compared after normalising case and
   whitespace; a strict majority agrees, else one tie-breaker replica on a fourth agent, else the task is disputed and
   the mission's ballot, voted on by the agents, picks among its outputs). The mission's output is what that settles.
+  `--checks VOTE` (or JUDGE) runs the replicated row again with that rule: outputs that differ go to a ballot of the
+  agents that gave them (VOTE), or of one agent that did not work on the task (JUDGE), which picks one.
 The mission's output (MissionCompleted.outputs[0]) is checked: a failure is a wrong answer or a malformed one (no
 answer of the expected shape in the text, or no output: the task failed on every replica). Printed per row: tasks,
 failures (wrong + malformed) with a 95 % Wilson interval, tokens (prompt + completion, every generation: replicas,
@@ -17,7 +19,7 @@ tie-breakers, votes; from TokensUsed), wall time (first submission → last miss
 outcomes; then each row against replicas 1 of the same model in the same run. The consensus window is long (600 s),
 so no replica is cut off by a queue of 100 missions.
 Run: .venv/bin/python bench/quality_bench.py [--tasks N] [--agents N] [--model PATH|NAME=PATH ...] [--replicas 1,3]
-     [--show]
+     [--checks EQUAL,VOTE,JUDGE] [--show]
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ WINDOW_MS = 600_000
 PROGRESS_S = 60
 DEFAULT_MODEL = "smollm2-135m (default)"
 ENDED = (MissionCompleted, MissionFailed, MissionRejected)
+LABELS = {"EQUAL": "tie-breaker", "VOTE": "vote", "JUDGE": "judge"}  # a replicated row's label per cross-check rule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Outcome:
     output: str | None
     verdict: Verdict
     tokens: int
-    checks: tuple[str, ...]  # TaskCrossChecked outcomes, in order (AGREED; TIE_BREAK then AGREED or DISPUTED)
+    checks: tuple[str, ...]  # TaskCrossChecked outcomes in order: AGREED, or TIE_BREAK/BALLOT then AGREED/DISPUTED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +85,16 @@ class Row:
 
     model: str
     replicas: int
+    check: str  # the task's cross-check rule (EQUAL, VOTE, JUDGE); moot with one replica
     outcomes: list[Outcome]
     wall_s: float
+
+    @property
+    def label(self) -> str:
+        """The replica count and, when replicated, how the replicas are compared."""
+        if self.replicas == 1:
+            return "1"
+        return f"{self.replicas} + {LABELS[self.check]}"
 
     def count(self, *verdicts: Verdict) -> int:
         """Problems with one of these verdicts."""
@@ -106,24 +117,28 @@ class Row:
 
     @property
     def checks(self) -> collections.Counter[str]:
-        """How the cross-checks ended (a tie-breaker counts as TIE_BREAK and again as its final outcome)."""
+        """How the cross-checks ended (a tie-breaker or a ballot counts as TIE_BREAK or BALLOT and again as its final
+        outcome)."""
         return collections.Counter(check for outcome in self.outcomes for check in outcome.checks)
 
 
-def mission(problem: Problem, replicas: int) -> dict[str, object]:
-    """One problem as a mission: one task needing `answering`, one step, `replicas` replicas, no final action."""
+def mission(problem: Problem, replicas: int, check: str) -> dict[str, object]:
+    """One problem as a mission: one task needing `answering`, one step, `replicas` replicas compared by `check` (a
+    judge needs `answering` too), no final action."""
+    task: dict[str, object] = {
+        "task_id": problem.id,
+        "prompt": problem.prompt,
+        "required_capabilities": [CAPABILITY],
+        "replicas": replicas,
+        "max_steps": 1,
+        "check": check,
+    }
+    if check == "JUDGE":
+        task["judge"] = CAPABILITY
     return {
-        "title": f"quality {problem.id} × {replicas}",
+        "title": f"quality {problem.id} × {replicas} {check}",
         "region": REGION,
-        "tasks": [
-            {
-                "task_id": problem.id,
-                "prompt": problem.prompt,
-                "required_capabilities": [CAPABILITY],
-                "replicas": replicas,
-                "max_steps": 1,
-            }
-        ],
+        "tasks": [task],
         "consensus": {"strategy": "MAJORITY", "window_ms": WINDOW_MS, "quorum": 0.5},
     }
 
@@ -147,6 +162,7 @@ async def run_set(
     model: str,
     problems: Sequence[Problem],
     replicas: int,
+    check: str,
     timeout_s: float,
     say: Callable[[str], None],
 ) -> Row:
@@ -159,7 +175,7 @@ async def run_set(
         EventProducer(settings, client_id="quality-bench") as producer,
     ):
         started = time.monotonic()
-        submitted = [await submit_now(client, producer, mission(problem, replicas)) for problem in problems]
+        submitted = [await submit_now(client, producer, mission(problem, replicas, check)) for problem in problems]
         ids = {event.mission_id for event in submitted}
 
         def ended() -> set[str]:
@@ -171,12 +187,16 @@ async def run_set(
                 await journal.wait_for(lambda: len(ended()) == len(ids), min(PROGRESS_S, deadline - time.monotonic()))
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{len(ended())} of {len(ids)} missions ended within {timeout_s:.0f} s")
-            say(f"[{model}] replicas {replicas}: {len(ended())}/{len(ids)} missions ended")
+            say(f"[{model}] replicas {replicas} ({check}): {len(ended())}/{len(ids)} missions ended")
         wall_s = time.monotonic() - started
         await asyncio.sleep(1)  # the last TokensUsed, written with the last results, reach the usage collector
-        return Row(
-            model, replicas, [outcome(p, s, journal, usage) for p, s in zip(problems, submitted, strict=True)], wall_s
-        )
+        outcomes = [outcome(p, s, journal, usage) for p, s in zip(problems, submitted, strict=True)]
+        return Row(model, replicas, check, outcomes, wall_s)
+
+
+def rows_of(args: argparse.Namespace) -> list[tuple[int, str]]:
+    """The rows to run, as (replicas, check): one replica once, more once per cross-check rule."""
+    return [(replicas, check) for replicas in args.replicas for check in (args.checks if replicas > 1 else ["EQUAL"])]
 
 
 async def run_model(
@@ -194,14 +214,12 @@ async def run_model(
         await ensure_topics(settings)
         with swarm(settings, work, "llamacpp", path, agents) as children:
             console.print(f"[{name}] {args.agents} agents on {services.broker.bootstrap}; logs in {work}")
-            for replicas in args.replicas:
+            for replicas, check in rows_of(args):
                 row = await unless_a_child_dies(
-                    run_set(settings, name, problems, replicas, args.timeout_s, console.print),
+                    run_set(settings, name, problems, replicas, check, args.timeout_s, console.print),
                     [*services.children, *children],
                 )
-                console.print(
-                    f"[{name}] replicas {replicas}: {row.failures}/{len(row.outcomes)} failed, {row.wall_s:.0f} s"
-                )
+                console.print(f"[{name}] {row.label}: {row.failures}/{len(row.outcomes)} failed, {row.wall_s:.0f} s")
                 rows.append(row)
     return rows
 
@@ -223,7 +241,7 @@ def table(rows: Sequence[Row]) -> Table:
         "tokens",
         "tokens / task",
         "wall s",
-        "cross-checks: agreed / tie-breakers / disputed",
+        "cross-checks: agreed / tie-breakers / ballots / disputed",
         "vs replicas 1: rate; tokens; wall",
         title="Cross-checking on the quality task set (bench/quality/tasks.jsonl)",
     )
@@ -234,7 +252,7 @@ def table(rows: Sequence[Row]) -> Table:
         checks = row.checks
         result.add_row(
             row.model,
-            str(row.replicas) + (" + tie-breaker" if row.replicas > 1 else ""),
+            row.label,
             str(len(row.outcomes)),
             str(row.count(Verdict.WRONG)),
             str(row.count(Verdict.MALFORMED)),
@@ -242,7 +260,9 @@ def table(rows: Sequence[Row]) -> Table:
             f"{row.tokens:,}",
             f"{row.tokens / len(row.outcomes):.0f}",
             f"{row.wall_s:.0f}",
-            f"{checks['AGREED']} / {checks['TIE_BREAK']} / {checks['DISPUTED']}" if row.replicas > 1 else "–",
+            f"{checks['AGREED']} / {checks['TIE_BREAK']} / {checks['BALLOT']} / {checks['DISPUTED']}"
+            if row.replicas > 1
+            else "–",
             "baseline"
             if base is None or base is row
             else f"{100 * (row.rate - base.rate):+.1f} points; {row.tokens / base.tokens:.2f}x; "
@@ -253,7 +273,7 @@ def table(rows: Sequence[Row]) -> Table:
 
 def answers(rows: Sequence[Row]) -> Table:
     """Every problem's settled output and verdict, per row (--show)."""
-    result = Table("task", "expected", *[f"{row.model} × {row.replicas}" for row in rows], title="Answers")
+    result = Table("task", "expected", *[f"{row.model} × {row.label}" for row in rows], title="Answers")
     for index, problem in enumerate(rows[0].outcomes):
         cells = [f"{row.outcomes[index].verdict.value}: {row.outcomes[index].output!r:.60}" for row in rows]
         result.add_row(problem.problem.id, problem.problem.answer, *cells)
@@ -269,8 +289,17 @@ def by_kind(rows: Sequence[Row]) -> Table:
         for kind in kinds:
             of_kind = [outcome for outcome in row.outcomes if outcome.problem.kind == kind]
             cells.append(f"{sum(outcome.verdict is not Verdict.RIGHT for outcome in of_kind)}/{len(of_kind)}")
-        result.add_row(row.model, str(row.replicas), *cells)
+        result.add_row(row.model, row.label, *cells)
     return result
+
+
+def rules(text: str) -> list[str]:
+    """A comma-separated list of cross-check rules, each EQUAL, VOTE or JUDGE."""
+    named = text.upper().split(",")
+    unknown = set(named) - set(LABELS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{', '.join(sorted(unknown))}: a check is one of {', '.join(LABELS)}")
+    return named
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -283,6 +312,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--replicas", type=lambda text: [int(n) for n in text.split(",")], default=[1, 3], help="e.g. 1,3"
+    )
+    parser.add_argument(
+        "--checks",
+        type=rules,
+        default=["EQUAL"],
+        help="how replicas are compared, one row each: EQUAL (a tie-breaker), VOTE, JUDGE (default EQUAL)",
     )
     parser.add_argument("--timeout-s", type=float, default=3600, help="give up on a row after this long")
     parser.add_argument("--show", action="store_true", help="print every problem's answer per row")

@@ -1,4 +1,5 @@
-"""bench/quality_bench.py on the real model, small: two problems with replicas 1 and 3 (the pipeline, not the rates)."""
+"""bench/quality_bench.py on the real model, small: two problems with replicas 1, 3 and 3 by vote (the pipeline, not
+the rates)."""
 
 from __future__ import annotations
 
@@ -24,20 +25,24 @@ from quality_bench import main
 async def test_two_problems_are_answered_checked_and_cross_checked_with_replicas_3() -> None:
     printed = io.StringIO()
 
-    rows = await main(["--tasks", "2", "--replicas", "1,3"], Console(file=printed, width=250))
+    rows = await main(["--tasks", "2", "--replicas", "1,3", "--checks", "EQUAL,VOTE"], Console(file=printed, width=250))
 
-    single, checked = rows
-    assert (single.replicas, checked.replicas) == (1, 3)
+    single, checked, voted = rows
+    assert [(row.replicas, row.check) for row in rows] == [(1, "EQUAL"), (3, "EQUAL"), (3, "VOTE")]
     for row in rows:
         assert [outcome.problem.id for outcome in row.outcomes] == ["echo-01", "fact-01"]
         assert all(outcome.verdict is verdict(outcome.problem, outcome.output) for outcome in row.outcomes)
         assert all(outcome.tokens > 0 for outcome in row.outcomes) and row.wall_s > 0
     # Every replicated task is cross-checked in the journal (agreed, or a tie-breaker and then a settled outcome);
     # a single replica never is.
-    assert all(outcome.checks for outcome in checked.outcomes)
-    assert all(outcome.checks[-1] in ("AGREED", "DISPUTED") for outcome in checked.outcomes)
+    for replicated in (checked, voted):
+        assert all(outcome.checks for outcome in replicated.outcomes)
+        assert all(outcome.checks[-1] in ("AGREED", "DISPUTED") for outcome in replicated.outcomes)
+        assert replicated.tokens > single.tokens
     assert not any(outcome.checks for outcome in single.outcomes)
-    assert checked.tokens > single.tokens
+    # Equality breaks ties with one more replica; a vote never does: outputs that differ go to a ballot.
+    assert all(check in ("AGREED", "TIE_BREAK", "DISPUTED") for outcome in checked.outcomes for check in outcome.checks)
+    assert all(check in ("AGREED", "BALLOT", "DISPUTED") for outcome in voted.outcomes for check in outcome.checks)
     table = printed.getvalue()
     assert "Cross-checking on the quality task set" in table
-    assert "│ 1  " in table and "│ 3 + tie-breaker" in table and "baseline" in table
+    assert "│ 1  " in table and "│ 3 + tie-breaker" in table and "│ 3 + vote" in table and "baseline" in table
