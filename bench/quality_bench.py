@@ -68,6 +68,11 @@ ENDED = (MissionCompleted, MissionFailed, MissionRejected)
 LABELS = {"EQUAL": "tie-breaker", "VOTE": "vote", "JUDGE": "judge"}  # a replicated row's label per cross-check rule
 
 
+def label(replicas: int, check: str) -> str:
+    """A row's replica count and, when replicated, how the replicas are compared: "1", "3 + vote"."""
+    return f"{replicas} + {LABELS[check]}" if replicas > 1 else str(replicas)
+
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """One problem's mission: the output it settled on, its verdict, the tokens it spent and its cross-checks."""
@@ -92,9 +97,7 @@ class Row:
     @property
     def label(self) -> str:
         """The replica count and, when replicated, how the replicas are compared."""
-        if self.replicas == 1:
-            return "1"
-        return f"{self.replicas} + {LABELS[self.check]}"
+        return label(self.replicas, self.check)
 
     def count(self, *verdicts: Verdict) -> int:
         """Problems with one of these verdicts."""
@@ -187,7 +190,7 @@ async def run_set(
                 await journal.wait_for(lambda: len(ended()) == len(ids), min(PROGRESS_S, deadline - time.monotonic()))
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{len(ended())} of {len(ids)} missions ended within {timeout_s:.0f} s")
-            say(f"[{model}] replicas {replicas} ({check}): {len(ended())}/{len(ids)} missions ended")
+            say(f"[{model}] replicas {label(replicas, check)}: {len(ended())}/{len(ids)} missions ended")
         wall_s = time.monotonic() - started
         await asyncio.sleep(1)  # the last TokensUsed, written with the last results, reach the usage collector
         outcomes = [outcome(p, s, journal, usage) for p, s in zip(problems, submitted, strict=True)]
@@ -219,7 +222,9 @@ async def run_model(
                     run_set(settings, name, problems, replicas, check, args.timeout_s, console.print),
                     [*services.children, *children],
                 )
-                console.print(f"[{name}] {row.label}: {row.failures}/{len(row.outcomes)} failed, {row.wall_s:.0f} s")
+                console.print(
+                    f"[{name}] replicas {row.label}: {row.failures}/{len(row.outcomes)} failed, {row.wall_s:.0f} s"
+                )
                 rows.append(row)
     return rows
 
