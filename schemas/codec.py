@@ -19,6 +19,7 @@ from swarmlog.errors import DecodeError, EncodeError
 from swarmlog.schemas import native, records, typed
 from swarmlog.schemas.catalog import SchemaCatalog, SchemaVersion, default_catalog
 from swarmlog.schemas.compiled import Reader, Unsupported, compile_reader
+from swarmlog.schemas.compiled_writer import Writer, compile_writer
 from swarmlog.schemas.confluent import ConfluentFraming, HttpSchemaRegistry
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.invariants import Check, InvariantViolation, checks_for
@@ -69,13 +70,19 @@ class _Plan:
     fast: Reader | None
     """The generated reader of bodies written with the latest version, compiled where built (older versions are
     resolved by fastavro)."""
+    fast_writer: Writer | None
+    """The generated writer of the latest version's bodies (events are encoded with the latest version only)."""
 
 
 def _plan(
-    written: SchemaVersion, latest: SchemaVersion, compiled: Mapping[bytes, Reader], classes: ModuleType
+    written: SchemaVersion,
+    latest: SchemaVersion,
+    compiled: Mapping[bytes, Reader],
+    classes: ModuleType,
+    generated_writer: bool,
 ) -> _Plan:
     """How to encode or decode with `written`, reading into `latest`'s class in `classes` (with its reader in
-    `compiled` if there)."""
+    `compiled` if there), writing the latest with a generated writer if asked."""
     fields = latest.schema["fields"]
     return _Plan(
         name=latest.name,
@@ -86,6 +93,7 @@ def _plan(
         raw_reader=None if written is latest else parse_schema(without_logical_types(latest.schema), _write_hint=False),
         checks=checks_for(latest.name, [field["name"] for field in fields]),
         fast=(compiled.get(written.fingerprint) or _generated(written, classes)) if written is latest else None,
+        fast_writer=_generated_writer(written, classes) if written is latest and generated_writer else None,
     )
 
 
@@ -105,16 +113,32 @@ def _generated(version: SchemaVersion, classes: ModuleType) -> Reader | None:
         return None
 
 
+def _generated_writer(version: SchemaVersion, classes: ModuleType) -> Writer | None:
+    try:
+        return compile_writer(version.schema, classes)
+    except Unsupported:
+        return None
+
+
 class Codec:
     """Encodes events with the latest version of their schema and decodes any kept version into the latest."""
 
-    def __init__(self, catalog: SchemaCatalog, framing: Framing | None = None, *, compiled: bool = True) -> None:
-        """`compiled=False` reads with the generated Python readers even where the Cython build of them exists."""
+    def __init__(
+        self,
+        catalog: SchemaCatalog,
+        framing: Framing | None = None,
+        *,
+        compiled: bool = True,
+        generated_writers: bool = True,
+    ) -> None:
+        """`compiled=False` reads with the generated Python readers even where the Cython build of them exists;
+        `generated_writers=False` validates and writes every event with fastavro."""
         self._framing = framing or SingleObjectFraming()
         classes = typed.classes_of(catalog)
         built = native.readers() if compiled and classes is records else {}
         self._readers = {
-            version.fingerprint: _plan(version, catalog.latest(version.name), built, classes) for version in catalog
+            version.fingerprint: _plan(version, catalog.latest(version.name), built, classes, generated_writers)
+            for version in catalog
         }
         self._writers = {name: self._readers[catalog.latest(name).fingerprint] for name in catalog.names()}
 
@@ -125,20 +149,40 @@ class Codec:
             raise EncodeError(f"no schema for event {event.name!r}; add schemas/avro/{event.name}/v1.avsc")
         if type(event) is not plan.cls:
             raise EncodeError(f"{type(event).__name__} is not the class of {event.name} events")
-        data = msgspec.to_builtins(event, builtin_types=(bytes,))
-        try:
-            validate(data, plan.writer, raise_errors=True)
-        except ValidationError as exc:
-            raise EncodeError(f"{event.name} does not match its schema: {'; '.join(map(str, exc.errors))}") from None
+        header = self._framing.header(plan.version)
+        written = self._write_fast(plan, event, header)
+        data = None
+        if written is None:  # a value the generated writer doubts: fastavro validates it, and says what is wrong
+            data = msgspec.to_builtins(event, builtin_types=(bytes,))
+            try:
+                validate(data, plan.writer, raise_errors=True)
+            except ValidationError as exc:
+                raise EncodeError(
+                    f"{event.name} does not match its schema: {'; '.join(map(str, exc.errors))}"
+                ) from None
         try:
             for check in plan.checks:
                 check(event)
         except InvariantViolation as exc:
             raise EncodeError(f"{event.name} breaks an invariant: {exc.reason}") from None
+        if written is not None:
+            return bytes(written)
         buffer = BytesIO()
-        buffer.write(self._framing.header(plan.version))
+        buffer.write(header)
         schemaless_writer(buffer, plan.writer, data)
         return buffer.getvalue()
+
+    @staticmethod
+    def _write_fast(plan: _Plan, event: Event, header: bytes) -> bytearray | None:
+        """The header and body written by the generated writer; None where it has none or doubts a value."""
+        if plan.fast_writer is None:
+            return None
+        out = bytearray(header)
+        try:
+            plan.fast_writer(event, out)
+        except Exception:  # any doubt (a type, a range, an encoding) goes to fastavro, which explains it
+            return None
+        return out
 
     def decode(self, payload: bytes) -> Event:
         """The event in these bytes, read into the latest schema version; DecodeError saying why not."""
