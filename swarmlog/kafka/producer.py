@@ -9,6 +9,7 @@ from aiokafka.errors import ClusterAuthorizationFailedError, KafkaError, Transac
 
 from swarmlog.errors import AccessDenied, ConfigError, EncodeError, ServiceError
 from swarmlog.kafka.connection import client_options, identity, unreachable
+from swarmlog.kafka.partition_sets import cache_partition_sets
 from swarmlog.kafka.signing import Headers, signer_for
 from swarmlog.lifecycle import Running
 from swarmlog.schemas.codec import Codec, codec_for
@@ -41,6 +42,7 @@ class EventProducer(Running):
             max_request_size=settings.max_message_bytes,
             **options,
         )
+        cache_partition_sets(self._producer.client.cluster)
 
     async def start(self) -> None:
         """Connect to the broker; a ServiceError (AccessDenied when it refuses this process) says how to fix it."""
