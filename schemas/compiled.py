@@ -60,10 +60,9 @@ def _boolean(byte: int) -> bool:
     return byte == 1
 
 
-class Generator:
-    """Writes one function per record type; primitives and logical types are inlined into them.
-
-    Names it makes start with `prefix`, so the functions of several schemas can share one module.
+class CodeGenerator:
+    """What generating per-schema code needs: the functions written, one per record full name, and fresh names and
+    constants for them. Names it makes start with `prefix`, so the functions of several schemas can share one module.
     """
 
     def __init__(self, prefix: str = "") -> None:
@@ -77,6 +76,21 @@ class Generator:
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{self.prefix}{prefix}{self.counter}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("_const")
+        self.constants[name] = value
+        return name
+
+    def build(self, entry: str, helpers: Mapping[str, Any], label: str) -> Any:
+        """The generated function named `entry`, its source run with the helpers and constants in scope."""
+        scope: dict[str, Any] = {**helpers, **self.constants}
+        exec(compile("\n\n".join(self.functions), label, "exec"), scope)
+        return scope[entry]
+
+
+class Generator(CodeGenerator):
+    """Writes one reading function per record type; primitives and logical types are inlined into them."""
 
     def record(self, schema: Mapping[str, Any], namespace: str) -> str:
         """The name of the function reading this record (written once per full name)."""
@@ -214,18 +228,13 @@ class Generator:
             lines.append(f"{inner}{items}.append({item})")
         return [*lines, *self.varint(count, indent + "    "), f"{indent}{target} = {items}"]
 
-    def constant(self, value: Any) -> str:
-        name = self.fresh("_const")
-        self.constants[name] = value
-        return name
-
 
 def compile_reader(schema: Mapping[str, Any], classes: ModuleType = records) -> Reader:
     """The generated reader of bodies written with the record `schema` (the latest version of its record in the
     module `classes`); Unsupported when it cannot make one."""
     generator = Generator()
     entry = generator.record(schema, "")
-    scope: dict[str, Any] = {
+    helpers = {
         "_long": _long,
         "_int": _int,
         "_length": _length,
@@ -233,8 +242,6 @@ def compile_reader(schema: Mapping[str, Any], classes: ModuleType = records) -> 
         "_float": _FLOAT,
         "_double": _DOUBLE,
         "_records": classes,
-        **generator.constants,
     }
-    exec(compile("\n\n".join(generator.functions), f"<avro reader {full_name(schema, '')}>", "exec"), scope)
-    reader: Reader = scope[entry]
+    reader: Reader = generator.build(entry, helpers, f"<avro reader {full_name(schema, '')}>")
     return reader

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from swarmlog.schemas import records
-from swarmlog.schemas.compiled import PRIMITIVE_NAMES, Unsupported
+from swarmlog.schemas.compiled import PRIMITIVE_NAMES, CodeGenerator, Unsupported
 from swarmlog.schemas.typed import full_name
 
 Writer = Callable[[Any, bytearray], None]
@@ -61,20 +61,12 @@ def _doubt(value: Any) -> None:
     raise UnexpectedValue(f"{type(value).__name__} {value!r:.40}")
 
 
-class Generator:
-    """Writes one function per record type; primitives are inlined into them."""
+class Generator(CodeGenerator):
+    """Writes one writing function per record type; primitives are inlined into them."""
 
     def __init__(self, classes: ModuleType) -> None:
+        super().__init__()
         self.classes = classes
-        self.functions: list[str] = []
-        self.names: dict[str, str] = {}
-        self.named_schemas: dict[str, Any] = {}
-        self.constants: dict[str, Any] = {}
-        self.counter = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter}"
 
     def record(self, schema: Mapping[str, Any], namespace: str) -> str:
         """The name of the function writing this record (written once per full name)."""
@@ -183,18 +175,13 @@ class Generator:
             lines += self.value(schema["items"], item, namespace, inner)
         return [*lines, f"{indent}out.append(0)"]
 
-    def constant(self, value: Any) -> str:
-        name = self.fresh("_const")
-        self.constants[name] = value
-        return name
-
 
 def compile_writer(schema: Mapping[str, Any], classes: ModuleType = records) -> Writer:
     """The generated writer of events of the record `schema` (the latest version of its record, whose classes are in
     the module `classes`); Unsupported when it cannot make one."""
     generator = Generator(classes)
     entry = generator.record(schema, "")
-    scope: dict[str, Any] = {
+    helpers = {
         "_long": _long,
         "_doubt": _doubt,
         "_float": _FLOAT,
@@ -202,8 +189,6 @@ def compile_writer(schema: Mapping[str, Any], classes: ModuleType = records) -> 
         "_int32": INT32,
         "_int64": INT64,
         "_sequences": SEQUENCE_TYPES,
-        **generator.constants,
     }
-    exec(compile("\n\n".join(generator.functions), f"<avro writer {full_name(schema, '')}>", "exec"), scope)
-    writer: Writer = scope[entry]
+    writer: Writer = generator.build(entry, helpers, f"<avro writer {full_name(schema, '')}>")
     return writer
