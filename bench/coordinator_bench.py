@@ -36,6 +36,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from agent_simulator import SimulatedAgents  # bench/: the script's own directory
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -59,6 +60,7 @@ from swarmlog.schemas.records import AgentEnlisted, ConsensusSpec, MissionSubmit
 from swarmlog.services import open_broker
 from swarmlog.settings import Settings
 
+T = TypeVar("T")
 FLOOR_TOPIC = "bench.floor"
 WARMUP = 5
 RUNS = {"1 region": ("region-0",), "2 regions": ("region-1", "region-2")}
@@ -214,6 +216,19 @@ async def enlisted(
     return time.monotonic() - started
 
 
+async def while_alive(process: subprocess.Popen[bytes], region: str, workdir: Path, waiting: Awaitable[T]) -> T:
+    """What `waiting` returns; RuntimeError as soon as the region's coordinator process exits first."""
+    task = asyncio.ensure_future(waiting)
+    while not task.done():
+        if process.poll() is not None:
+            task.cancel()
+            raise RuntimeError(
+                f"coordinator {region} exited with {process.returncode} while the bench waited; see {workdir}"
+            )
+        await asyncio.wait([task], timeout=0.5)
+    return task.result()
+
+
 @contextlib.contextmanager
 def coordinator(settings: Settings, region: str, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A `swarmlog coordinator` process for the region, logging under workdir, terminated when the block ends; under
@@ -279,7 +294,11 @@ async def region_up(settings: Settings, region: str, agents: int, workdir: Path)
             enlist_s = await enlisted(settings, region, running, process, workdir)
             async with task_starts(settings) as observer:
                 yield Crew(
-                    capability, enlist_s, lambda mission, tasks, timeout: started_at(observer, mission, tasks, timeout)
+                    capability,
+                    enlist_s,
+                    lambda mission, tasks, timeout: while_alive(
+                        process, region, workdir, started_at(observer, mission, tasks, timeout)
+                    ),
                 )
         finally:
             for agent in crew.values():
@@ -297,7 +316,14 @@ async def simulated_region_up(settings: Settings, region: str, agents: int, work
         async with SimulatedAgents(settings, region, capability, agents, first_slot) as simulated:
             running = {agent_id: simulated.task for agent_id in simulated.agent_ids}
             await enlisted(settings, region, running, process, workdir, since=started)
-            yield Crew(capability, time.monotonic() - started, simulated.wait_started, simulated)
+            yield Crew(
+                capability,
+                time.monotonic() - started,
+                lambda mission, tasks, timeout: while_alive(
+                    process, region, workdir, simulated.wait_started(mission, tasks, timeout)
+                ),
+                simulated,
+            )
 
 
 @contextlib.asynccontextmanager
