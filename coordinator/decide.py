@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from swarmlog.coordinator import agents, deadlock, missions, results, slots, starts, voting
-from swarmlog.coordinator.commands import Command, Decision, Rejected, Tick
+from swarmlog.coordinator.commands import Command, Decision, Receive, Rejected, Tick
 from swarmlog.coordinator.dispatch import drain
 from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import State
@@ -15,6 +15,7 @@ from swarmlog.schemas.records import (
     BudgetExceeded,
     BudgetRestored,
     DeadlockDetected,
+    MissionRejected,
     MissionSubmitted,
     SlotRequested,
     TaskCompleted,
@@ -60,6 +61,17 @@ def decide(command: Command, state: State) -> Decision | Rejected:
     if draft.events:
         _follow_through(draft)
     return Decision(tuple(draft.events), draft.state if draft.events else None)
+
+
+def refuse(command: Receive, state: State, reason: str) -> Decision | Rejected:
+    """The answer to an input whose decision cannot be written (the shell found it larger than one journal write): a
+    submitted mission is rejected with the reason; any other input is Rejected (dead-lettered) with it."""
+    event = command.event
+    if not isinstance(event, MissionSubmitted):
+        return Rejected(reason)
+    draft = Draft(state, command.cause_id, command.now_ms)
+    draft.emit(MissionRejected, event.mission_id, mission_id=event.mission_id, reason=reason)
+    return Decision(tuple(draft.events), draft.state)
 
 
 def _handle(draft: Draft, event: Event) -> Rejected | None:

@@ -10,11 +10,16 @@ from swarmlog.coordinator.draft import Draft
 from swarmlog.coordinator.state import DONE, RUNNING, EnlistedAgent, MissionState, Replica, ReplicaKey, TaskSpec
 from swarmlog.schemas.records import TaskAssigned, TaskCancelled, TaskQueued, TaskReassigned
 
+ROUTING_EVENT_BYTES = 512
+"""About the most bytes a routing event takes in the journal besides its ids, capabilities, prompt and inputs: its
+envelope and fixed fields, the record's overhead, headers and a signature."""
+
 
 def route(draft: Draft, mission_id: str, spec: TaskSpec, index: int) -> None:
     """Assign the replica's next attempt to the best available agent, or queue it."""
     attempt = draft.state.missions[mission_id].replica(spec.task_id, index).attempt + 1
     if not _assign(draft, mission_id, spec, index, attempt):
+        draft.routed_bytes += _routing_bytes(mission_id, spec)
         draft.emit(
             TaskQueued,
             mission_id,
@@ -80,6 +85,8 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
     if choice is None:
         return False
     agent, score = choice
+    inputs = _inputs(mission, spec)
+    draft.routed_bytes += _routing_bytes(mission_id, spec, spec.prompt, *inputs, *inputs.values())
     draft.emit(
         TaskAssigned,
         mission_id,
@@ -92,12 +99,18 @@ def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: 
         slot=agent.slot,
         score=score,
         prompt=spec.prompt,
-        inputs=_inputs(mission, spec),
+        inputs=inputs,
         required_capabilities=sorted(spec.required_capabilities),
         max_steps=spec.max_steps,
         max_tokens=spec.max_tokens,
     )
     return True
+
+
+def _routing_bytes(mission_id: str, spec: TaskSpec, *texts: str) -> int:
+    """About the bytes of a routing event of the task carrying `texts` (an assignment's prompt and inputs)."""
+    named = (mission_id, spec.task_id, *spec.required_capabilities, *texts)
+    return ROUTING_EVENT_BYTES + sum(len(text.encode()) for text in named)
 
 
 def _on_siblings(mission: MissionState, spec: TaskSpec, index: int) -> frozenset[str]:

@@ -20,6 +20,8 @@ class Draft:
         self.now_ms = now_ms
         self.events: list[Event] = []
         self.touched: dict[str, None] = {}
+        self.routed_bytes = 0
+        """About how many bytes of assignments and queue entries the decision holds (dispatch.route counts them)."""
 
     def emit(self, event_class: type[E], mission_id: str | None, /, **fields: Any) -> E:
         """Append an event (id f"{cause}/{index}", occurred now, caused by the command), fold it, and return it."""

@@ -81,8 +81,8 @@ def _invalid(event: MissionSubmitted, config: Config) -> str | None:
 
 def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
     """Fail missions past their deadline, time out closed consensus windows (a task's cross-check, the mission's
-    ballot), take back attempts never started, retire missions ended longer ago than the retention, and release the
-    slots of agents delisted longer than the slot retention."""
+    ballot), take back attempts never started, route ready replicas a full decision left, retire missions ended longer
+    ago than the retention, and release the slots of agents delisted longer than the slot retention."""
     slots.release_due(draft)
     for mission in list(draft.state.missions.values()):
         if not mission.active:
@@ -95,6 +95,14 @@ def on_tick(draft: Draft, inputs_since_ms: int = 0) -> None:
                 crosscheck.settle_due(draft, mission.mission_id, mission.unfinished)
             elif mission.phase == "CONSENSUS":
                 voting.close_if_expired(draft, draft.state.missions[mission.mission_id])
+            _route_left_over(draft, mission.mission_id)
+
+
+def _route_left_over(draft: Draft, mission_id: str) -> None:
+    """Route the ready replicas a decision left unrouted because it was full (Config.max_routed_bytes)."""
+    mission = draft.state.missions[mission_id]
+    if mission.active and mission.phase in _KIND and mission.pending:
+        advance(draft, mission_id)
 
 
 def _retire_if_due(draft: Draft, mission: MissionState) -> None:
@@ -138,9 +146,12 @@ def _run_phase(draft: Draft, mission: MissionState, kind: str) -> None:
     if not any(mission.tasks[task_id].kind == kind for task_id in mission.unfinished):
         _finish_phase(draft, mission)
         return
+    budget = draft.state.config.max_routed_bytes
     for spec in _in_order(mission, kind, mission.pending):
         if all(mission.finished(dep) for dep in spec.depends_on):
             for index in range(spec.replicas):
+                if draft.routed_bytes >= budget:
+                    return  # the decision is full: the next tick routes the rest
                 if mission.replica(spec.task_id, index).status == PENDING:
                     route(draft, mission.mission_id, spec, index)
 

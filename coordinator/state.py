@@ -28,6 +28,9 @@ released: long enough that an agent wrongly declared dead (a partition, a long p
 RETAIN_GOODBYE_SLOT_MS = 600_000
 """How long an agent that deregistered keeps its allocated slot: it stopped reading, but an agent deregisters on every
 graceful stop, so a restart or a rescheduled pod within this time gets its slot (and checkpoint) back."""
+MAX_ROUTED_BYTES = 500_000
+"""The default of Config.max_routed_bytes: half of the default SWARMLOG_MAX_MESSAGE_BYTES (the shell sets half of
+the one in force), leaving the other half to the rest of a decision (a mission's acceptance)."""
 DEREGISTERED = "deregistered: "
 """How the reason of an AgentDelisted for an agent that said goodbye begins."""
 
@@ -61,6 +64,9 @@ class Config:
     retain_goodbye_slot_ms: int = RETAIN_GOODBYE_SLOT_MS
     inbox_partitions: int = 64
     """The inbox partitions slots are allocated from (the topic's count when the coordinator started)."""
+    max_routed_bytes: int = MAX_ROUTED_BYTES
+    """About how many bytes of assignments and queue entries one decision emits before it leaves the ready replicas
+    still unrouted to the next decisions (ticks): a decision is written whole in one journal record batch."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

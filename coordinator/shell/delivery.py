@@ -48,14 +48,9 @@ class Delivery:
         awaited together."""
         batches: list[list[bytes]] = [[]]
         filled = BATCH_OVERHEAD_BYTES  # an upper bound on the last batch's bytes
-        overhead = RECORD_OVERHEAD_BYTES + len(self._key) + len(WRITE_HEADER) + len(write.encode())
-        overhead += self._producer.signature_bytes
         for events in decisions:
-            encoded = [self._producer.encode_for(JOURNAL, event) for event in events]
-            self._journaled.update(
-                (event.event_id, (event, value)) for event, value in zip(events, encoded, strict=True)
-            )
-            size = sum(len(value) + overhead for value in encoded)
+            encoded = self._encoded(events)
+            size = self._size(encoded, write)
             if batches[-1] and filled + size > self._max_batch_bytes:
                 batches.append([])
                 filled = BATCH_OVERHEAD_BYTES
@@ -64,6 +59,33 @@ class Delivery:
         sent = [await self._send_batch(write, values, decisions) for values in batches]
         firsts = [(await future).offset for future in sent]
         return [first + index for first, values in zip(firsts, batches, strict=True) for index in range(len(values))]
+
+    def decision_bytes(self, events: Sequence[Event], write: str) -> int | None:
+        """None when a decision's events fit one record batch of the write named `write` (they are then encoded for
+        `journal`), else about how many bytes they take."""
+        size = BATCH_OVERHEAD_BYTES + self._size(self._encoded(events), write)
+        return None if size <= self._max_batch_bytes else size
+
+    @property
+    def max_batch_bytes(self) -> int:
+        """The most bytes one record batch of the journal holds."""
+        return self._max_batch_bytes
+
+    def _encoded(self, events: Sequence[Event]) -> list[bytes]:
+        """The events' journal bytes, kept (by id) until the write's inbox messages are sent."""
+        encoded = []
+        for event in events:
+            kept, value = self._journaled.get(event.event_id, (None, b""))
+            if kept is not event:
+                value = self._producer.encode_for(JOURNAL, event)
+                self._journaled[event.event_id] = (event, value)
+            encoded.append(value)
+        return encoded
+
+    def _size(self, values: Sequence[bytes], write: str) -> int:
+        """An upper bound on the bytes journal values of the write named `write` take in a record batch."""
+        overhead = RECORD_OVERHEAD_BYTES + len(self._key) + len(WRITE_HEADER) + len(write.encode())
+        return sum(len(value) for value in values) + len(values) * (overhead + self._producer.signature_bytes)
 
     async def _send_batch(
         self, write: str, values: Sequence[bytes], decisions: Sequence[Sequence[Event]]

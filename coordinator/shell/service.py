@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog import topics
-from swarmlog.coordinator import PROJECTION, Config, Decision, Receive, Rejected, Tick, decide
+from swarmlog.coordinator import PROJECTION, Config, Decision, Receive, Rejected, State, Tick, decide, refuse
 from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
@@ -156,7 +156,13 @@ class CoordinatorService(Running):
             )
             journal = await start_in(self._stack, reader(settings, f"{self._name}-recovery", self._committed_reads))
             inbox = await self._producer.raw.partitions_for(topics.INBOX)  # slots are allocated from these
-            config = Config(self._region, settings.region_names, *self._timeouts, inbox_partitions=len(inbox))
+            config = Config(
+                self._region,
+                settings.region_names,
+                *self._timeouts,
+                inbox_partitions=len(inbox),
+                max_routed_bytes=settings.max_message_bytes // 2,
+            )
             empty = PROJECTION.initial(config)
             started = time.monotonic()
             self._folded = await recover(
@@ -264,13 +270,31 @@ class CoordinatorService(Running):
             if event is None:
                 continue
             clock = max(now_ms(), clock)
-            decision = decide(Receive(event, clock), state)
+            command = Receive(event, clock)
+            decision = decide(command, state)
+            if isinstance(decision, Decision) and decision.events:
+                decision = self._fitted(command, state, decision, decisions[0] if decisions else decision)
             if isinstance(decision, Rejected):
                 await self._reject(record, decision)
             elif decision.state is not None:
                 decisions.append(decision)
                 state = decision.state
         return decisions
+
+    def _fitted(self, command: Receive, state: State, decision: Decision, first: Decision) -> Decision | Rejected:
+        """The decision, or the refusal of its input when it does not fit one journal record batch of the write that
+        `first` names (a mission too large is rejected, any other input dead-lettered, with the sizes)."""
+        size = self._delivery.decision_bytes(decision.events, first.events[0].event_id)
+        if size is None:
+            return decision
+        limit = self._delivery.max_batch_bytes
+        reason = (
+            f"its decision ({len(decision.events)} events, about {size} bytes) does not fit one journal write of "
+            f"{limit} bytes: split it into smaller missions (or submit it to the top level, which splits it across "
+            "regions), or raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
+        )
+        log.error("%s refused %s %s: %s", self._name, command.event.name, command.event.event_id, reason)
+        return refuse(command, state, reason)
 
     async def _input(self, record: ConsumerRecord) -> Event | None:
         """One input record's event, or None when it is not the coordinator's to decide on. One it cannot use

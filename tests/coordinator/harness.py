@@ -69,8 +69,8 @@ def attempt_of(assigned: TaskAssigned) -> dict[str, Any]:
 class Swarm:
     """One region's coordinator and its journal; `send` feeds an input event, `tick` lets time pass."""
 
-    def __init__(self, region: str = "eu", regions: tuple[str, ...] = ("eu",)) -> None:
-        self.state: State = initial(Config(region, regions))
+    def __init__(self, region: str = "eu", regions: tuple[str, ...] = ("eu",), **config: Any) -> None:
+        self.state: State = initial(Config(region, regions, **config))
         self.start = self.state
         self.journal: list[Event] = []
         self.now_ms = T0
