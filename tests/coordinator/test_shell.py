@@ -294,17 +294,19 @@ async def test_a_mission_larger_than_one_write_is_rejected_and_one_larger_than_a
     small = dataclasses.replace(settings, max_message_bytes=200_000)  # a journal write of 200 KB at most
     suffix = uuid.uuid4().hex[:8]
     huge, many, capability = f"huge-{suffix}", f"many-{suffix}", f"size-{suffix}"
-    async with crew(small, "region-0", 4, capability, first_slot=0, latency_s=0.01) as agents:
-        async with CoordinatorService(small, "region-0", data_dir=tmp_path) as service:
-            await eventually(lambda: _enlisted(service, agents))
-            # 180 KB of prompts: the submission fits a message, its acceptance with its assignments does not.
-            prompts = [task(f"p{index}", capability) | {"prompt": "x" * 60_000} for index in range(3)]
-            await submit(small, huge, "region-0", prompts)
-            # 400 tasks: about 217 KB of routing events, more than one decision holds; ticks route the rest.
-            await submit(small, many, "region-0", [task(f"t{index}", capability) for index in range(400)])
-            events = await eventually(lambda: completed(small, "region-0", many), timeout_s=120)
-            [rejected] = named(await journal(small, "region-0", huge), MissionRejected)
-            assert service.folded.state.missions[many].phase == "COMPLETED"
+    async with (
+        crew(small, "region-0", 4, capability, first_slot=0, latency_s=0.01) as agents,
+        CoordinatorService(small, "region-0", data_dir=tmp_path) as service,
+    ):
+        await eventually(lambda: _enlisted(service, agents))
+        # 180 KB of prompts: the submission fits a message, its acceptance with its assignments does not.
+        prompts = [task(f"p{index}", capability) | {"prompt": "x" * 60_000} for index in range(3)]
+        await submit(small, huge, "region-0", prompts)
+        # 400 tasks: about 217 KB of routing events, more than one decision holds; ticks route the rest.
+        await submit(small, many, "region-0", [task(f"t{index}", capability) for index in range(400)])
+        events = await eventually(lambda: completed(small, "region-0", many), timeout_s=120)
+        [rejected] = named(await journal(small, "region-0", huge), MissionRejected)
+        assert service.folded.state.missions[many].phase == "COMPLETED"
     assert "does not fit one journal write of 200000 bytes" in rejected.reason
     assert named(events, MissionCompleted)[0].tasks_completed == 400
     assert_each_attempt_once(events, agents)
