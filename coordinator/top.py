@@ -301,6 +301,16 @@ def decide(command: Command, state: State) -> Decision:
     return Decision(tuple(draft.events), draft.state if draft.events else None)
 
 
+def refuse(command: Receive, state: State, reason: str) -> Decision | None:
+    """The answer to a submission whose decision cannot be written (the shell found it larger than one journal write):
+    MissionRejected with the reason; None for any other input (its decision has to be written)."""
+    if not isinstance(command.event, MissionSubmitted):
+        return None
+    draft = _Draft(state, command)
+    draft.emit(MissionRejected, command.event.mission_id, reason=reason)
+    return Decision(tuple(draft.events), draft.state)
+
+
 def _on_submitted(draft: _Draft, event: MissionSubmitted) -> None:
     """Split a new mission over the served regions by their capacity (one unplaced share when none is served)."""
     if draft.state.known(event.mission_id):

@@ -60,16 +60,19 @@ class Delivery:
         firsts = [(await future).offset for future in sent]
         return [first + index for first, values in zip(firsts, batches, strict=True) for index in range(len(values))]
 
-    def decision_bytes(self, events: Sequence[Event], write: str) -> int | None:
+    def misfit(self, events: Sequence[Event], write: str) -> str | None:
         """None when a decision's events fit one record batch of the write named `write` (they are then encoded for
-        `journal`), else about how many bytes they take."""
-        size = BATCH_OVERHEAD_BYTES + self._size(self._encoded(events), write)
-        return None if size <= self._max_batch_bytes else size
-
-    @property
-    def max_batch_bytes(self) -> int:
-        """The most bytes one record batch of the journal holds."""
-        return self._max_batch_bytes
+        `journal`), else why not, with the sizes."""
+        try:
+            size = BATCH_OVERHEAD_BYTES + self._size(self._encoded(events), write)
+        except EncodeError as error:  # one event alone is over the limit
+            return str(error)
+        if size <= self._max_batch_bytes:
+            return None
+        return (
+            f"its decision ({len(events)} events, about {size} bytes) does not fit one journal write of "
+            f"{self._max_batch_bytes} bytes"
+        )
 
     def _encoded(self, events: Sequence[Event]) -> list[bytes]:
         """The events' journal bytes, kept (by id) until the write's inbox messages are sent."""

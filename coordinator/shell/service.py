@@ -284,13 +284,11 @@ class CoordinatorService(Running):
     def _fitted(self, command: Receive, state: State, decision: Decision, first: Decision) -> Decision | Rejected:
         """The decision, or the refusal of its input when it does not fit one journal record batch of the write that
         `first` names (a mission too large is rejected, any other input dead-lettered, with the sizes)."""
-        size = self._delivery.decision_bytes(decision.events, first.events[0].event_id)
-        if size is None:
+        misfit = self._delivery.misfit(decision.events, first.events[0].event_id)
+        if misfit is None:
             return decision
-        limit = self._delivery.max_batch_bytes
         reason = (
-            f"its decision ({len(decision.events)} events, about {size} bytes) does not fit one journal write of "
-            f"{limit} bytes: split it into smaller missions (or submit it to the top level, which splits it across "
+            f"{misfit}: split it into smaller missions (or submit it to the top level, which splits it across "
             "regions), or raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
         )
         log.error("%s refused %s %s: %s", self._name, command.event.name, command.event.event_id, reason)

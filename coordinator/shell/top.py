@@ -209,7 +209,21 @@ class TopService(Running):
                 None  # the coordinators dead-letter swarm.missions; a region's journal is its coordinator's to repair
             )
         self._clock = max(now_ms(), self._clock)
-        return self._decided(top.decide(top.Receive(event, self._clock, self._regions), self.state))
+        command = top.Receive(event, self._clock, self._regions)
+        decision = top.decide(command, self.state)
+        if decision.events and not self._fits(decision.events):
+            reason = (
+                f"its decision ({len(decision.events)} events) does not fit one record batch of the top journal "
+                f"({self._settings.max_message_bytes} bytes): split it into smaller missions, or raise "
+                "SWARMLOG_MAX_MESSAGE_BYTES and the top journal's max.message.bytes"
+            )
+            log.error("%s refused %s %s: %s", NAME, event.name, event.event_id, reason)
+            decision = top.refuse(command, self.state, reason) or decision
+        return self._decided(decision)
+
+    def _fits(self, events: tuple[Event, ...]) -> bool:
+        """Whether a decision's events fit one record batch of the top journal."""
+        return self._batch(events) is not None
 
     def _decided(self, decision: top.Decision) -> top.Decision | None:
         """Take a decision's state as the current one; None when it has no events."""
@@ -251,17 +265,28 @@ class TopService(Running):
 
     async def _journal(self, events: tuple[Event, ...]) -> Future[Any]:
         """One record batch of a decision's events on the top's journal; the future of its write."""
-        batch = self._producer.raw.create_batch()
-        for event in events:
-            value, key = self._producer.encode_for(TOP_JOURNAL, event), (event.correlation_id or "").encode()
-            headers = self._producer.headers_for(TOP_JOURNAL, key, value)
-            if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
-                raise EncodeError(
-                    f"the decision of {event.causation_id} does not fit one record batch; raise "
-                    "SWARMLOG_MAX_MESSAGE_BYTES and the top journal's max.message.bytes"
-                )
+        batch = self._batch(events)
+        if batch is None:
+            raise EncodeError(
+                f"the decision of {events[0].causation_id} does not fit one record batch; raise "
+                "SWARMLOG_MAX_MESSAGE_BYTES and the top journal's max.message.bytes"
+            )
         written: Future[Any] = await self._producer.raw.send_batch(batch, TOP_JOURNAL, partition=0)
         return written
+
+    def _batch(self, events: tuple[Event, ...]) -> Any:
+        """A record batch holding a decision's events, or None when they do not fit one."""
+        batch = self._producer.raw.create_batch()
+        for event in events:
+            try:
+                value = self._producer.encode_for(TOP_JOURNAL, event)
+            except EncodeError:  # the event alone is over the limit
+                return None
+            key = (event.correlation_id or "").encode()
+            headers = self._producer.headers_for(TOP_JOURNAL, key, value)
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
+                return None
+        return batch if batch.size() <= self._settings.max_message_bytes else None  # a first record always goes in
 
     async def _submit(self, submissions: list[MissionSubmitted]) -> None:
         """Write sub-missions to swarm.missions and wait until the broker has them all."""

@@ -63,7 +63,10 @@ class Top:
 
     def apply(self, command: Receive | Tick) -> list[Event]:
         """Decide, fold, journal, and collect the sub-missions the events place."""
-        decision = decide(command, self.state)
+        return self.apply_decision(decide(command, self.state))
+
+    def apply_decision(self, decision: Decision) -> list[Event]:
+        """Fold and journal a decision, and collect the sub-missions its events place."""
         assert isinstance(decision, Decision)
         for event in decision.events:
             self.state = PROJECTION.evolve(self.state, event)
@@ -297,6 +300,32 @@ def test_a_mission_the_top_level_cannot_split_is_rejected_once():
     assert named(swarm.submit("n", [task("a", depends_on=["zz"])]), MissionRejected)
     [passing] = named(swarm.submit("p", [task("a")], pass_replicas=True), MissionRejected)
     assert "does not pass replicas' outputs" in passing.reason
+
+
+def test_a_submission_whose_decision_cannot_be_written_is_rejected_once_and_nothing_else_is_refused():
+    swarm = Top()
+    swarm.announce("region-0", idle=2)
+    submitted = swarm.input(MissionSubmitted, mission_id="m", title="m", region="top", tasks=independent(3))
+    command = Receive(submitted, swarm.now_ms, dict(swarm.regions))
+    refusal = top.refuse(command, swarm.state, "too large")
+    assert refusal is not None
+    [rejected] = refusal.events
+    assert isinstance(rejected, MissionRejected)
+    assert (rejected.mission_id, rejected.reason, rejected.causation_id) == ("m", "too large", submitted.event_id)
+    swarm.apply_decision(refusal)
+    assert swarm.receive(submitted) == [] and swarm.sent == []
+    ended = swarm.input(
+        MissionCompleted,
+        mission_id="m/region-0",
+        success=True,
+        outputs=[],
+        latency_ms=1,
+        agent_count=1,
+        tasks_completed=1,
+        tasks_failed=0,
+        tokens_used=1,
+    )
+    assert top.refuse(Receive(ended, swarm.now_ms, dict(swarm.regions)), swarm.state, "too large") is None
 
 
 def test_a_mission_past_its_deadline_fails_on_a_tick():

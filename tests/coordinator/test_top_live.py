@@ -4,6 +4,7 @@ their scripted agents, survives its own kill -9, and moves the share of a region
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
@@ -14,10 +15,12 @@ import pytest
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.announcements import served
 from swarmlog.coordinator.shell.announce import read_announcements
+from swarmlog.coordinator.shell.top import TopService
 from swarmlog.envelope import now_ms
 from swarmlog.schemas.records import (
     FinalSharePlaced,
     MissionCompleted,
+    MissionRejected,
     MissionSplit,
     ShareCompleted,
     ShareMoved,
@@ -149,3 +152,21 @@ async def test_the_share_of_a_killed_region_moves_and_the_mission_completes(
     others = [f"{mission_id}/{share.share_id}" for share in split.shares if share is not victim]
     counts = await results_once(settings, [moved_id, *others])
     assert sorted(counts) == sorted(f"t{i}" for i in range(TASKS)) and set(counts.values()) == {1}
+
+
+@pytest.mark.kafka_only  # the size check is the top's own, the same on both brokers
+async def test_a_mission_whose_split_does_not_fit_the_top_journal_is_rejected_and_the_top_goes_on(
+    own_settings: Settings,
+):
+    small = dataclasses.replace(own_settings, max_message_bytes=200_000)  # a top journal write of 200 KB at most
+    suffix = uuid.uuid4().hex[:8]
+    huge, fine, capability = f"huge-{suffix}", f"fine-{suffix}", f"top-{suffix}"
+    async with TopService(small):
+        # 300 KB of prompts: the submission fits swarm.missions (1 MB), the top's split of it does not fit 200 KB.
+        prompts = [task(f"p{index}", capability) | {"prompt": "x" * 100_000} for index in range(3)]
+        await submit_top(own_settings, huge, prompts, capability)
+        await submit_top(own_settings, fine, [task("t0", capability)], capability)
+        [split] = named(await eventually(lambda: top_journal(small, fine)), MissionSplit)
+        [rejected] = named(await eventually(lambda: top_journal(small, huge)), MissionRejected)
+    assert "does not fit one record batch of the top journal (200000 bytes)" in rejected.reason
+    assert [task_id for share in split.shares for task_id in share.task_ids] == ["t0"]
