@@ -75,13 +75,12 @@ def cancel(draft: Draft, key: ReplicaKey, replica: Replica, reason: str) -> None
 def _assign(draft: Draft, mission_id: str, spec: TaskSpec, index: int, attempt: int) -> bool:
     """Emit TaskAssigned for this attempt on the best agent; False when none is eligible."""
     mission, state = draft.state.missions[mission_id], draft.state
-    idle = [state.agents[agent_id] for agent_id in state.idle]  # routing considers available agents only
     siblings = _on_siblings(mission, spec, index)
     # Prefer agents that have not failed this replica yet; when none could ever take it, retry on one that did.
     tried = siblings | mission.replica(spec.task_id, index).tried
-    choice = routing.choose(spec, idle, tried, mission_id)
-    if choice is None and not capable_elsewhere(spec, state.agents.values(), tried):
-        choice = routing.choose(spec, idle, siblings, mission_id)
+    choice = routing.choose(spec, state.idle, state.agents, tried, mission_id)
+    if choice is None and tried != siblings and not capable_elsewhere(spec, state.agents.values(), tried):
+        choice = routing.choose(spec, state.idle, state.agents, siblings, mission_id)
     if choice is None:
         return False
     agent, score = choice
@@ -121,7 +120,9 @@ def _on_siblings(mission: MissionState, spec: TaskSpec, index: int) -> frozenset
 
 def capable_elsewhere(spec: TaskSpec, agents: Iterable[EnlistedAgent], excluded: frozenset[str]) -> bool:
     """Whether some alive agent outside `excluded` could take the task, now or once it is idle."""
-    return any(agent.alive and agent.agent_id not in excluded and routing.capable(spec, agent) for agent in agents)
+    return any(
+        agent.alive and agent.agent_id not in excluded and routing.capable(spec, agent.capabilities) for agent in agents
+    )
 
 
 def _inputs(mission: MissionState, spec: TaskSpec) -> dict[str, str]:

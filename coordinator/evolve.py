@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from typing import Any, Protocol
 
 from swarmlog import topics
-from swarmlog.coordinator import plan, routing
+from swarmlog.coordinator import plan
 from swarmlog.coordinator.state import (
     CANCELLED,
     COMPLETED,
@@ -189,12 +189,9 @@ def _put(state: State, mission: MissionState) -> State:
 
 
 def _put_agent(state: State, agent: EnlistedAgent) -> State:
-    """The state with one agent replaced (and in `idle` exactly when routing may give it a task)."""
-    agent_id = agent.agent_id
-    idle = state.idle
-    if routing.available(agent) != (agent_id in idle):
-        idle = idle | {agent_id} if agent_id not in idle else idle - {agent_id}
-    return replace(state, agents={**state.agents, agent_id: agent}, idle=idle)
+    """The state with one agent replaced (and filed in `idle` exactly when routing may give it a task)."""
+    agents = PMap.of(state.agents).set(agent.agent_id, agent)
+    return replace(state, agents=agents, idle=state.idle.put(agent))
 
 
 def _key(event: ReplicaEvent) -> ReplicaKey:
@@ -224,11 +221,10 @@ def _indexed(mission: MissionState, task_ids: Iterable[str], **changes: Any) -> 
     return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed)
 
 
-def _member(tasks: frozenset[str], task_id: str, belongs: bool) -> frozenset[str]:
-    """`tasks` with `task_id` in it exactly when it belongs (the same set when that is already so)."""
-    if belongs == (task_id in tasks):
-        return tasks
-    return tasks | {task_id} if belongs else tasks - {task_id}
+def _member(tasks: Set[str], task_id: str, belongs: bool) -> PSet[str]:
+    """`tasks` with `task_id` in it exactly when it belongs: persistent, so it costs O(log n), not a copy of them all."""
+    held = PSet(tasks)
+    return held.add(task_id) if belongs else held.discard(task_id)
 
 
 def _free(state: State, agent_id: str, key: ReplicaKey) -> State:

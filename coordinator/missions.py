@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 from swarmlog.coordinator import crosscheck, placement, plan, slots, starts, voting
@@ -156,7 +157,7 @@ def _run_phase(draft: Draft, mission: MissionState, kind: str) -> None:
                     route(draft, mission.mission_id, spec, index)
 
 
-def _in_order(mission: MissionState, kind: str, task_ids: frozenset[str]) -> list[TaskSpec]:
+def _in_order(mission: MissionState, kind: str, task_ids: Set[str]) -> list[TaskSpec]:
     """The specs of `kind` among `task_ids`, in the mission's task order."""
     if not any(mission.tasks[task_id].kind == kind for task_id in task_ids):
         return []

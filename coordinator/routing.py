@@ -1,9 +1,10 @@
-"""Capability routing: the best agent with a free place for a task by Jaccard similarity, ties broken deterministically."""
+"""Capability routing: the best idle agent for a task by Jaccard similarity, ties broken deterministically."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
+from swarmlog.coordinator.idle import IdleAgents
 from swarmlog.coordinator.state import DECISION_MAKING, EnlistedAgent, TaskSpec
 
 NO_REQUIREMENTS_SCORE = 0.5
@@ -16,16 +17,11 @@ def score(required: frozenset[str], capabilities: frozenset[str]) -> float:
     return len(required & capabilities) / len(required | capabilities)
 
 
-def available(agent: EnlistedAgent) -> bool:
-    """Whether an agent can take a task now: alive, running fewer tasks than its capacity, and not throttled."""
-    return agent.alive and not agent.busy and not agent.throttled
-
-
-def capable(spec: TaskSpec, agent: EnlistedAgent) -> bool:
-    """Whether the agent's capabilities fit the task at all (busy or not): score above 0, decision_making for FINAL."""
-    if spec.kind == "FINAL" and DECISION_MAKING not in agent.capabilities:
+def capable(spec: TaskSpec, capabilities: frozenset[str]) -> bool:
+    """Whether these capabilities fit the task at all (busy or not): score above 0, decision_making for FINAL."""
+    if spec.kind == "FINAL" and DECISION_MAKING not in capabilities:
         return False
-    return score(spec.required_capabilities, agent.capabilities) > 0
+    return score(spec.required_capabilities, capabilities) > 0
 
 
 def holds(agent: EnlistedAgent, mission_id: str, task_id: str) -> bool:
@@ -34,19 +30,27 @@ def holds(agent: EnlistedAgent, mission_id: str, task_id: str) -> bool:
 
 
 def choose(
-    spec: TaskSpec, agents: Iterable[EnlistedAgent], exclude: frozenset[str] = frozenset(), mission_id: str = ""
+    spec: TaskSpec,
+    idle: IdleAgents,
+    agents: Mapping[str, EnlistedAgent],
+    exclude: frozenset[str] = frozenset(),
+    mission_id: str = "",
 ) -> tuple[EnlistedAgent, float] | None:
-    """The best available agent outside `exclude` that holds no replica of this task (of `mission_id`), and its
-    score: highest score, then lowest load, then id."""
-    eligible = [
-        (score(spec.required_capabilities, agent.capabilities), agent)
-        for agent in agents
-        if available(agent)
-        and agent.agent_id not in exclude
-        and capable(spec, agent)
-        and not holds(agent, mission_id, spec.task_id)
-    ]
-    if not eligible:
+    """The best idle agent outside `exclude` that holds no replica of this task (of `mission_id`), and its score:
+    highest score, then lowest load, then id. Each capability set is scored once, and its group (in load, id order)
+    is read up to its first eligible agent, or to the first that ranks below the best found."""
+    best: tuple[float, int, str] | None = None
+    for capabilities, members in idle.groups():
+        if not capable(spec, capabilities):
+            continue
+        value = score(spec.required_capabilities, capabilities)
+        for load, agent_id in members:
+            rank = (-value, load, agent_id)
+            if best is not None and rank >= best:
+                break
+            if agent_id not in exclude and not holds(agents[agent_id], mission_id, spec.task_id):
+                best = rank
+                break
+    if best is None:
         return None
-    value, agent = min(eligible, key=lambda pair: (-pair[0], pair[1].load, pair[1].agent_id))
-    return agent, value
+    return agents[best[2]], -best[0]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Set
 
-from swarmlog.streams.persistent import PSet
+from swarmlog.coordinator.idle import IdleAgents
+from swarmlog.streams.persistent import PMap, PSet
 
 PLAN_TASK = "@plan"
 FINAL_TASK = "@final"
@@ -96,6 +97,11 @@ class EnlistedAgent:
     def busy(self) -> bool:
         """Whether it holds as many task attempts as it can run at once."""
         return len(self.tasks) >= self.capacity
+
+    @property
+    def available(self) -> bool:
+        """Whether it can take a task now: alive, running fewer tasks than its capacity, and not throttled."""
+        return self.alive and not self.busy and not self.throttled
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -258,12 +264,12 @@ class MissionState:
     """The inputs that caused events of this mission (redeliveries of them are skipped): persistent, so noting one
     costs O(log n), not a copy of them all."""
     ended_at: int | None = None
-    pending: frozenset[str] = frozenset()
+    pending: Set[str] = PSet()
     """Tasks with a replica waiting to be routed (status PENDING): kept by `evolve`, so deciding scans these, not
     every task of the mission."""
-    unfinished: frozenset[str] = frozenset()
+    unfinished: Set[str] = PSet()
     """Tasks not yet finished (see `finished`): kept by `evolve`."""
-    failed_tasks: frozenset[str] = frozenset()
+    failed_tasks: Set[str] = PSet()
     """Tasks whose every replica failed for good: kept by `evolve`."""
     checks: Mapping[str, CrossCheck] = dataclasses.field(default_factory=dict)
     """The latest cross-check of each replicated task compared so far (TaskCrossChecked)."""
@@ -291,7 +297,8 @@ class State:
     """Everything the coordinator of one region knows: a fold of its journal."""
 
     config: Config = Config()
-    agents: Mapping[str, EnlistedAgent] = dataclasses.field(default_factory=dict)
+    agents: Mapping[str, EnlistedAgent] = dataclasses.field(default_factory=PMap)
+    """Every agent enlisted here, delisted ones too: persistent, so replacing one costs O(log n), not a copy of all."""
     missions: Mapping[str, MissionState] = dataclasses.field(default_factory=dict)
     queue: tuple[ReplicaKey, ...] = ()
     rejected: frozenset[str] = frozenset()
@@ -302,9 +309,9 @@ class State:
     """The inbox slot allocated to each agent of the region (SlotAllocated) until it is released (SlotReleased)."""
     slot_requests: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The id of the last SlotRequested answered, per agent (a redelivered request is not answered twice)."""
-    idle: frozenset[str] = frozenset()
-    """The agents that can take a task now (alive, below their capacity, not throttled): kept by `evolve`, so routing
-    scans these, not every enlisted agent."""
+    idle: IdleAgents = dataclasses.field(default_factory=IdleAgents)
+    """The agents that can take a task now (`EnlistedAgent.available`), by capability set and load: kept by `evolve`,
+    so routing scores each capability set once instead of every enlisted agent."""
 
     def known(self, mission_id: str) -> bool:
         """Whether the mission was ever submitted here: running, ended, rejected or retired."""

@@ -100,7 +100,7 @@ class PMap(Mapping[K, V]):
 
 
 class PSet(Set[T]):
-    """An immutable set whose `add` returns a new set sharing almost everything with this one."""
+    """An immutable set whose `add` and `discard` return a new set sharing almost everything with this one."""
 
     __slots__ = ("_map",)
     __hash__ = Set._hash
@@ -127,8 +127,15 @@ class PSet(Set[T]):
         """This set with `item`."""
         if item in self._map:
             return self
+        return self._with(self._map.set(item, True))
+
+    def discard(self, item: T) -> PSet[T]:
+        """This set without `item` (itself when `item` is absent)."""
+        return self._with(self._map.delete(item)) if item in self._map else self
+
+    def _with(self, items: PMap[T, bool]) -> PSet[T]:
         new: PSet[T] = object.__new__(PSet)
-        new._map = self._map.set(item, True)
+        new._map = items
         return new
 
 
@@ -283,14 +290,14 @@ class TimedMap(Mapping[K, V]):
         """This map with `key` bound to `value`."""
         chunks = self._chunks
         if key in self._map:
-            chunks = _remove(chunks, (self._time(self._map[key]), key))
-        return self._with(self._map.set(key, value), _insert(chunks, (self._time(value), key)))
+            chunks = remove_sorted(chunks, (self._time(self._map[key]), key))
+        return self._with(self._map.set(key, value), insert_sorted(chunks, (self._time(value), key)))
 
     def delete(self, key: K) -> TimedMap[K, V]:
         """This map without `key` (itself when `key` is absent)."""
         if key not in self._map:
             return self
-        return self._with(self._map.delete(key), _remove(self._chunks, (self._time(self._map[key]), key)))
+        return self._with(self._map.delete(key), remove_sorted(self._chunks, (self._time(self._map[key]), key)))
 
     def expire(self, horizon: int) -> TimedMap[K, V]:
         """This map without the entries whose time is before `horizon`."""
@@ -311,8 +318,8 @@ class TimedMap(Mapping[K, V]):
         return self._with(entries, kept)
 
 
-def _insert(chunks: Chunks, entry: Entry) -> Chunks:
-    """Sorted chunks with `entry` in its place; a chunk grown to twice CHUNK is split in two."""
+def insert_sorted(chunks: Chunks, entry: Entry) -> Chunks:
+    """Sorted chunks (of a TimedMap, or any chunked sorted entries) with `entry` in its place; a chunk grown to twice CHUNK is split in two."""
     if not chunks:
         return ((entry,),)
     index = min(bisect.bisect_left(chunks, entry, key=_last), len(chunks) - 1)
@@ -323,7 +330,7 @@ def _insert(chunks: Chunks, entry: Entry) -> Chunks:
     return chunks[:index] + split + chunks[index + 1 :]
 
 
-def _remove(chunks: Chunks, entry: Entry) -> Chunks:
+def remove_sorted(chunks: Chunks, entry: Entry) -> Chunks:
     """Sorted chunks without `entry`, which they hold; an emptied chunk is dropped."""
     index = bisect.bisect_left(chunks, entry, key=_last)
     chunk = chunks[index]

@@ -19,7 +19,8 @@ __all__ = ["FoldedJournal", "Origin", "load", "save"]
 
 
 def _layout() -> str:
-    """A digest of every field of every class a snapshot pickles: a build whose state has other fields reads none."""
+    """A digest of every field (name and type) of every class a snapshot pickles: a build whose state has other fields,
+    or fields of other types, reads none."""
     classes = (
         FoldedJournal,
         Origin,
@@ -35,7 +36,7 @@ def _layout() -> str:
         state.Candidate,
         state.ConsensusSpec,
     )
-    shapes = [(cls.__name__, [field.name for field in dataclasses.fields(cls)]) for cls in classes]
+    shapes = [(cls.__name__, [(field.name, str(field.type)) for field in dataclasses.fields(cls)]) for cls in classes]
     records_ = [value for value in vars(records).values() if isinstance(value, type) and issubclass(value, Struct)]
     events = [(cls.__name__, [(f.name, repr(f.type)) for f in fields(cls)]) for cls in records_]  # Folded.last
     return hashlib.sha256(repr([*shapes, *events]).encode()).hexdigest()[:16]

@@ -199,13 +199,23 @@ ACTIONS = [register] * 2 + [lose, budget] + [submit] * 2 + [answer] * 8 + [vote]
 
 
 def check_consistent(state: State) -> None:
-    """Agents' tasks, replicas and the queue agree; a settled cross-check leaves no replica of its task to run, and
+    """Agents' tasks, replicas and the queue agree; idle agents are the available ones, filed by capabilities and load; a settled cross-check leaves no replica of its task to run, and
     gives a done replica's output."""
     for agent in state.agents.values():
         assert len({(mission_id, task_id) for mission_id, task_id, _ in agent.tasks}) == len(agent.tasks)
         for mission_id, task_id, index in agent.tasks:
             replica = state.missions[mission_id].replica(task_id, index)
             assert (replica.status, replica.agent_id) == (RUNNING, agent.agent_id)
+    assert state.idle == {agent.agent_id for agent in state.agents.values() if agent.available}
+    filed = {capabilities: list(members) for capabilities, members in state.idle.groups()}
+    assert filed == {
+        capabilities: sorted(
+            (agent.load, agent.agent_id)
+            for agent in state.agents.values()
+            if agent.available and agent.capabilities == capabilities
+        )
+        for capabilities in {agent.capabilities for agent in state.agents.values() if agent.available}
+    }, "idle agents are filed by their capabilities, in (load, id) order"
     for mission_id, task_id, index in state.queue:
         assert state.missions[mission_id].active
         assert state.missions[mission_id].replica(task_id, index).status == QUEUED
