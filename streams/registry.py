@@ -128,6 +128,18 @@ def silent(view: AgentView, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, w
     return view.alive and now_ms - max(view.last_heartbeat_ms, watched_since_ms) > timeout_ms
 
 
+def next_silence_ms(state: Registry, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0) -> int | None:
+    """The first moment at which an alive agent counts as silent (`silent`), or None when no agent is alive."""
+    return min(
+        (
+            max(view.last_heartbeat_ms, watched_since_ms) + timeout_ms + 1
+            for view in state.agents.values()
+            if view.alive
+        ),
+        default=None,
+    )
+
+
 def decide_liveness(
     state: Registry, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0
 ) -> list[AgentDeclaredDead]:

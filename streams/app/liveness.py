@@ -10,9 +10,18 @@ expires (`registry.expires_at`), so the table holds the agents of the last minut
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from swarmlog.streams.registry import PROJECTION, Registry, agent_of, decide_liveness, evolve_agent, expires_at
+from swarmlog.streams.registry import (
+    PROJECTION,
+    Registry,
+    agent_of,
+    decide_liveness,
+    evolve_agent,
+    expires_at,
+    next_silence_ms,
+)
 from swarmlog.topics import min_insync_replicas
 
 from .config import StreamsConfig
@@ -58,6 +67,8 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
     )  # recovery = from building the app to catching up
 
     async def declare_deaths() -> None:
+        if progress.settled():  # a silence that falls before the next tick is decided at its moment, not a tick late
+            await until(next_silence_ms(Registry(fold.items()), timeout_ms, watch.since_ms), config.tick_s)
         now, views = now_ms(), fold.items()
         due = progress.settled() and decide_liveness(Registry(views), now, timeout_ms, watch.since_ms)
         # A heartbeat written before `now` may not be folded yet: a death is decided for the latest moment before
@@ -82,6 +93,13 @@ def install(app: WorkerApp, io: WorkerTopics, config: StreamsConfig) -> GroupFol
 
     app.timer(config.tick_s, name="liveness")(declare_deaths)
     return fold
+
+
+async def until(moment_ms: int | None, within_s: float) -> None:
+    """Sleep until `moment_ms` (ms since the epoch) when it comes within `within_s`; return at once otherwise."""
+    wait_s = (moment_ms - now_ms()) / 1000 if moment_ms is not None else 0
+    if 0 < wait_s < within_s:
+        await asyncio.sleep(wait_s)
 
 
 async def ask_broker(

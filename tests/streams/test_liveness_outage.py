@@ -55,6 +55,21 @@ def test_the_watch_only_ever_delays_a_death_and_never_past_one_timeout_after_it_
         assert watched == plain  # watched for a full timeout: the silence decides alone
 
 
+@given(st.lists(st.integers(0, 100_000), min_size=1, max_size=4), st.integers(0, 100_000), st.integers(1, 20_000))
+def test_the_next_silence_is_the_first_moment_a_death_is_decided(heard, since, timeout):
+    state = fold(evolve, registry.INITIAL, [registered(f"a{i}", at) for i, at in enumerate(heard)])
+    first = registry.next_silence_ms(state, timeout, since)
+    assert first is not None
+    assert decide_liveness(state, first - 1, timeout, since) == []
+    assert decide_liveness(state, first, timeout, since) != []
+
+
+def test_no_silence_is_next_once_every_agent_is_dead():
+    state = agents_silent_since(1000, "a")
+    dead = fold(evolve, state, decide_liveness(state, 1000 + TIMEOUT + 1, TIMEOUT))
+    assert registry.next_silence_ms(dead, TIMEOUT) is None
+
+
 class Recorded(Sensor):
     def __init__(self) -> None:
         self.waits: list[float] = []
