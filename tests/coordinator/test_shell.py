@@ -37,7 +37,7 @@ from swarmlog.schemas.records import (
 from swarmlog.settings import Settings
 from swarmlog.topics import REGISTRY
 
-from .harness import task
+from .harness import E, task
 from .live import ScriptedAgent, attempts, crew, eventually, journal, named, submit
 
 
@@ -302,16 +302,18 @@ async def test_a_mission_larger_than_one_write_is_rejected_and_one_larger_than_a
         # 180 KB of prompts: the submission fits a message, its acceptance with its assignments does not.
         prompts = [task(f"p{index}", capability) | {"prompt": "x" * 60_000} for index in range(3)]
         await submit(small, huge, "region-0", prompts)
+        # Rejected before the next mission is sent: read first, that one would hold the agents, leaving the acceptance
+        # nothing to assign, and it would fit.
+        [rejected] = await eventually(lambda: _named_in_journal(small, huge, MissionRejected))
         # 400 tasks: about 217 KB of routing events, more than one decision holds; ticks route the rest.
         await submit(small, many, "region-0", [task(f"t{index}", capability) for index in range(400)])
         events = await eventually(lambda: completed(small, "region-0", many), timeout_s=120)
-        [rejected] = named(await journal(small, "region-0", huge), MissionRejected)
         assert service.folded.state.missions[many].phase == "COMPLETED"
     assert "does not fit one journal write of 200000 bytes" in rejected.reason
     assert named(events, MissionCompleted)[0].tasks_completed == 400
     assert_each_attempt_once(events, agents)
 
 
-async def _enlisted(service: CoordinatorService, agents: Sequence[ScriptedAgent]) -> bool:
-    """Whether the coordinator has enlisted every agent (so it has them idle)."""
-    return all(agent.agent_id in service.folded.state.agents for agent in agents)
+async def _named_in_journal(settings: Settings, mission_id: str, kind: type[E]) -> list[E]:
+    """The mission's events of one class in region-0's journal."""
+    return named(await journal(settings, "region-0", mission_id), kind)
