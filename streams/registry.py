@@ -125,19 +125,18 @@ def evolve_all(state: Registry, events: Iterable[Event]) -> Registry:
 def silent(view: AgentView, now_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0) -> bool:
     """Whether the agent counts as alive but has been unheard for more than `timeout_ms` at `now_ms`, its silence
     counted from `watched_since_ms` at the earliest (see `decide_liveness`)."""
-    return view.alive and now_ms - max(view.last_heartbeat_ms, watched_since_ms) > timeout_ms
+    return view.alive and now_ms >= silent_from_ms(view, timeout_ms, watched_since_ms)
+
+
+def silent_from_ms(view: AgentView, timeout_ms: int, watched_since_ms: int) -> int:
+    """The first moment at which the agent, while alive, counts as silent."""
+    return max(view.last_heartbeat_ms, watched_since_ms) + timeout_ms + 1
 
 
 def next_silence_ms(state: Registry, timeout_ms: int = DEFAULT_TIMEOUT_MS, watched_since_ms: int = 0) -> int | None:
     """The first moment at which an alive agent counts as silent (`silent`), or None when no agent is alive."""
-    return min(
-        (
-            max(view.last_heartbeat_ms, watched_since_ms) + timeout_ms + 1
-            for view in state.agents.values()
-            if view.alive
-        ),
-        default=None,
-    )
+    alive = (view for view in state.agents.values() if view.alive)
+    return min((silent_from_ms(view, timeout_ms, watched_since_ms) for view in alive), default=None)
 
 
 def decide_liveness(
