@@ -1,7 +1,7 @@
 """The coordinator: pure routing and mission decisions over its journal, and the shell that runs them."""
 
 from swarmlog.coordinator.commands import Command, Decision, Receive, Rejected, Tick
-from swarmlog.coordinator.decide import decide, refuse
+from swarmlog.coordinator.decide import decide, decide_unrouted, refuse
 from swarmlog.coordinator.evolve import PROJECTION, evolve
 from swarmlog.coordinator.state import INITIAL, Config, State, initial
 
@@ -16,6 +16,7 @@ __all__ = [
     "State",
     "Tick",
     "decide",
+    "decide_unrouted",
     "evolve",
     "initial",
     "refuse",

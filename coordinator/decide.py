@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from swarmlog.coordinator import agents, deadlock, missions, results, slots, starts, voting
 from swarmlog.coordinator.commands import Command, Decision, Receive, Rejected, Tick
 from swarmlog.coordinator.dispatch import drain
@@ -61,6 +63,16 @@ def decide(command: Command, state: State) -> Decision | Rejected:
     if draft.events:
         _follow_through(draft)
     return Decision(tuple(draft.events), draft.state if draft.events else None)
+
+
+def decide_unrouted(command: Receive, state: State) -> Decision | Rejected:
+    """The decision on an input with no replica routed (the next ticks route them, a decision's worth each): what the
+    shell writes instead when the decision with its routing does not fit one journal write."""
+    unrouted = dataclasses.replace(state, config=dataclasses.replace(state.config, max_routed_bytes=0))
+    decision = decide(command, unrouted)
+    if isinstance(decision, Rejected) or decision.state is None:
+        return decision
+    return Decision(decision.events, dataclasses.replace(decision.state, config=state.config))
 
 
 def refuse(command: Receive, state: State, reason: str) -> Decision | Rejected:

@@ -67,7 +67,8 @@ class Config:
     """The inbox partitions slots are allocated from (the topic's count when the coordinator started)."""
     max_routed_bytes: int = MAX_ROUTED_BYTES
     """About how many bytes of assignments and queue entries one decision emits before it leaves the ready replicas
-    still unrouted to the next decisions (ticks): a decision is written whole in one journal record batch."""
+    still unrouted to the next decisions (ticks): a decision is written whole in one journal record batch. Above 0 it
+    routes one at the least; 0 routes none (`decide_unrouted`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -28,7 +28,18 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from swarmlog import topics
-from swarmlog.coordinator import PROJECTION, Config, Decision, Receive, Rejected, State, Tick, decide, refuse
+from swarmlog.coordinator import (
+    PROJECTION,
+    Config,
+    Decision,
+    Receive,
+    Rejected,
+    State,
+    Tick,
+    decide,
+    decide_unrouted,
+    refuse,
+)
 from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
@@ -273,7 +284,7 @@ class CoordinatorService(Running):
             command = Receive(event, clock)
             decision = decide(command, state)
             if isinstance(decision, Decision) and decision.events:
-                decision = self._fitted(command, state, decision, decisions[0] if decisions else decision)
+                decision = self._fitted(command, state, decision, decisions[0].events[0] if decisions else None)
             if isinstance(decision, Rejected):
                 await self._reject(record, decision)
             elif decision.state is not None:
@@ -281,18 +292,33 @@ class CoordinatorService(Running):
                 state = decision.state
         return decisions
 
-    def _fitted(self, command: Receive, state: State, decision: Decision, first: Decision) -> Decision | Rejected:
-        """The decision, or the refusal of its input when it does not fit one journal record batch of the write that
-        `first` names (a mission too large is rejected, any other input dead-lettered, with the sizes)."""
-        misfit = self._delivery.misfit(decision.events, first.events[0].event_id)
+    def _fitted(self, command: Receive, state: State, decision: Decision, first: Event | None) -> Decision | Rejected:
+        """The decision when it fits one journal record batch of its write (the one whose first event is `first`, or
+        a new one); else the same decision without its routing, which the next ticks do, when that fits; else the
+        refusal of its input (a mission too large is rejected, any other input dead-lettered, with the sizes)."""
+        misfit = self._misfit(decision, first)
         if misfit is None:
             return decision
+        unrouted = decide_unrouted(command, state)
+        if isinstance(unrouted, Decision) and unrouted.events and self._misfit(unrouted, first) is None:
+            log.info(
+                "%s left %s %s's routing to its ticks: %s",
+                self._name,
+                command.event.name,
+                command.event.event_id,
+                misfit,
+            )
+            return unrouted
         reason = (
             f"{misfit}: split it into smaller missions (or submit it to the top level, which splits it across "
             "regions), or raise SWARMLOG_MAX_MESSAGE_BYTES and the journal's max.message.bytes"
         )
         log.error("%s refused %s %s: %s", self._name, command.event.name, command.event.event_id, reason)
         return refuse(command, state, reason)
+
+    def _misfit(self, decision: Decision, first: Event | None) -> str | None:
+        """None when the decision fits one record batch of its write, else why not."""
+        return self._delivery.misfit(decision.events, (first or decision.events[0]).event_id)
 
     async def _input(self, record: ConsumerRecord) -> Event | None:
         """One input record's event, or None when it is not the coordinator's to decide on. One it cannot use

@@ -1,8 +1,17 @@
-"""A decision holds about Config.max_routed_bytes of routing events; ticks route the ready replicas it left."""
+"""A decision holds about Config.max_routed_bytes of routing events (an unrouted one none); ticks route the ready
+replicas it left."""
 
+from swarmlog.coordinator import Decision, Receive, decide_unrouted, evolve
 from swarmlog.coordinator.dispatch import ROUTING_EVENT_BYTES
 from swarmlog.coordinator.state import PENDING
-from swarmlog.schemas.records import MissionCompleted, TaskAssigned, TaskQueued
+from swarmlog.schemas.records import (
+    MissionAccepted,
+    MissionCompleted,
+    MissionSubmitted,
+    PhaseStarted,
+    TaskAssigned,
+    TaskQueued,
+)
 
 from .harness import Swarm, named, task
 
@@ -63,3 +72,20 @@ def test_an_assignment_larger_than_the_budget_is_still_routed_alone():
     events = swarm.submit("m", [big, task("small", "code")])
     assert [e.task_id for e in routed(events)] == ["big"], "one routing event a decision at the least"
     assert [e.task_id for e in routed(swarm.tick(250))] == ["small"]
+
+
+def test_an_unrouted_decision_accepts_with_agents_idle_and_the_next_tick_routes():
+    swarm = Swarm(max_routed_bytes=BUDGET)
+    swarm.register("a", "code")
+    submitted = swarm.input(MissionSubmitted, mission_id="m", title="m", tasks=[task("t", "code")], submitted_by="test")
+    decision = decide_unrouted(Receive(submitted, swarm.now_ms), swarm.state)
+    assert isinstance(decision, Decision) and decision.state is not None
+    assert [type(event) for event in decision.events] == [MissionAccepted, PhaseStarted]
+    assert decision.state.config == swarm.state.config, "the routing budget is the coordinator's again"
+    for event in decision.events:
+        swarm.state = evolve(swarm.state, event)
+    swarm.journal.extend(decision.events)
+    assert swarm.state == decision.state
+    assert unrouted(swarm) == 1
+    assert [e.agent_id for e in named(swarm.tick(250), TaskAssigned)] == ["a"]
+    assert swarm.replay() == swarm.state

@@ -288,30 +288,37 @@ async def test_a_running_coordinator_snapshots_every_n_journal_events(settings: 
         assert service.folded.offset > (started.offset if started else -1)
 
 
-async def test_a_mission_larger_than_one_write_is_rejected_and_one_larger_than_a_decision_completes(
+async def test_a_mission_larger_than_one_write_is_rejected_one_near_it_waits_for_ticks_and_a_wide_one_completes(
     settings: Settings, tmp_path: Path
 ):
     small = dataclasses.replace(settings, max_message_bytes=200_000)  # a journal write of 200 KB at most
     suffix = uuid.uuid4().hex[:8]
-    huge, many, capability = f"huge-{suffix}", f"many-{suffix}", f"size-{suffix}"
+    huge, near, many, capability = f"huge-{suffix}", f"near-{suffix}", f"many-{suffix}", f"size-{suffix}"
     async with (
         crew(small, "region-0", 4, capability, first_slot=0, latency_s=0.01) as agents,
         CoordinatorService(small, "region-0", data_dir=tmp_path) as service,
     ):
         await eventually(lambda: _enlisted(service, agents))
-        # 180 KB of prompts: the submission fits a message, its acceptance with its assignments does not.
-        prompts = [task(f"p{index}", capability) | {"prompt": "x" * 60_000} for index in range(3)]
-        await submit(small, huge, "region-0", prompts)
-        # Rejected before the next mission is sent: read first, that one would hold the agents, leaving the acceptance
-        # nothing to assign, and it would fit.
+        # 240 KB of prompts (sent by a client allowed 1 MB): its acceptance alone does not fit one write.
+        await submit(settings, huge, "region-0", _prompts(4, capability))
+        # 180 KB: its acceptance fits, not with the assignments it would make to the idle agents, so the acceptance
+        # is written alone and ticks route its tasks; in whichever order the two are read.
+        await submit(small, near, "region-0", _prompts(3, capability))
         [rejected] = await eventually(lambda: _named_in_journal(small, huge, MissionRejected))
+        near_events = await eventually(lambda: completed(small, "region-0", near), timeout_s=60)
         # 400 tasks: about 217 KB of routing events, more than one decision holds; ticks route the rest.
         await submit(small, many, "region-0", [task(f"t{index}", capability) for index in range(400)])
         events = await eventually(lambda: completed(small, "region-0", many), timeout_s=120)
         assert service.folded.state.missions[many].phase == "COMPLETED"
-    assert "does not fit one journal write of 200000 bytes" in rejected.reason
+    assert "over the 200000-byte limit" in rejected.reason and "split it into smaller missions" in rejected.reason
+    assert named(near_events, MissionCompleted)[0].tasks_completed == 3
     assert named(events, MissionCompleted)[0].tasks_completed == 400
-    assert_each_attempt_once(events, agents)
+    assert_each_attempt_once(near_events + events, agents)
+
+
+def _prompts(count: int, capability: str) -> list[dict]:
+    """`count` tasks of 60 KB prompts each."""
+    return [task(f"p{index}", capability) | {"prompt": "x" * 60_000} for index in range(count)]
 
 
 async def _named_in_journal(settings: Settings, mission_id: str, kind: type[E]) -> list[E]:
