@@ -173,14 +173,14 @@ def test_an_experience_is_projected_to_redis_with_its_expiry(worker, client, red
 
 def test_sigterm_stops_cleanly_and_the_registry_table_is_the_fold_of_its_topics(worker, client, settings):
     # Its own agent, so the test stands alone; with the module's others, the table holds theirs too.
-    (agent,) = ids("stopper")
-    run = registered(agent)
-    client.send("swarm.agents.registry", agent, run)
-    client.send("swarm.agents.heartbeats", agent, heartbeat(agent, run, 0))
+    (stopper,) = ids("stopper")
+    run = registered(stopper)
+    client.send("swarm.agents.registry", stopper, run)
+    client.send("swarm.agents.heartbeats", stopper, heartbeat(stopper, run, 0))
     # Its death, the last event it will cause, is in before the table is compared.
     client.read(
         "swarm.agents.registry",
-        lambda e: isinstance(e, AgentDeclaredDead) and of(agent)(e),
+        lambda e: isinstance(e, AgentDeclaredDead) and of(stopper)(e),
         until=bool,
         timeout_s=TIMEOUT_MS / 1000 + TIMER_SLACK_MS / 1000 + 2,
     )
@@ -198,7 +198,7 @@ def test_sigterm_stops_cleanly_and_the_registry_table_is_the_fold_of_its_topics(
     # Agents of other test modules may still be registering or beating on the shared broker after the stop.
     expected = {agent: view for agent, view in by_agent.items() if view is not None and MODULE_RUN in agent}
     assert {agent: view for agent, view in table.items() if MODULE_RUN in agent} == expected
-    assert agent in expected, "this test's agent is in the table"
+    assert stopper in expected, "this test's agent is in the table"
 
 
 def _one(views: dict, agent: str) -> Registry:
