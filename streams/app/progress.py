@@ -38,13 +38,11 @@ class Progress:
         return self._fold.caught_up()
 
     def to_ask(self) -> list[TopicPartition] | None:
-        """The partitions a mark asks the end offsets of (the assigned ones); None while no mark can hold (a
-        rebalance since the last call, or rows not restored yet): then there is no decision to take. Right after a
-        failover the first tick asking at once declared agents that kept beating dead (CI, on Tansu, 2 runs in 4):
-        until that is understood, a rebalance costs the liveness one tick (0.5 s)."""
-        if not self._marks_hold():
-            return None
-        return self._fold.assigned()
+        """The partitions a mark asks the end offsets of (the assigned ones); None while the rows are not restored
+        yet: then there is no decision to take. A rebalance since the last call forgets the older marks (they name the
+        partitions of before) but still asks, so the first tick with a death due is not lost to it."""
+        self._marks_hold()
+        return self._fold.assigned() if self._fold.settled() else None
 
     async def folded_until(self, asked_ms: int, ends: Mapping[TopicPartition, int] | None, wait_s: float) -> int | None:
         """The latest moment (ms since the epoch) before which every record of the assigned partitions is folded, or

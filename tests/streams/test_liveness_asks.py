@@ -84,3 +84,16 @@ async def test_a_tick_with_a_decision_due_asks_the_end_offsets_once(broker, min_
         await producer.stop()
         await admin.delete_topics([heartbeats, registry])
         await admin.close()
+
+
+async def test_the_first_tick_after_a_rebalance_still_decides():
+    # The worker's start is a rebalance to a Progress built before it: the first tick with a death due used to
+    # lose its mark to it, declaring every death a tick (0.5 s) late.
+    fold = LevelFold([TopicPartition("heartbeats", 0)])
+    progress = Progress(fold)  # type: ignore[arg-type]
+    fold.generation = 1
+
+    asking = progress.to_ask()
+
+    assert asking == [TopicPartition("heartbeats", 0)]
+    assert await progress.folded_until(1_000, {asking[0]: 5}, wait_s=0.1) == 1_000
