@@ -20,7 +20,7 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 import mode
@@ -189,10 +189,11 @@ class GroupFold(mode.Service):
                     for tp, offset in positions.items():
                         if tp in self._assigned and tp not in self._next:
                             self._next[tp] = offset
-                    await self._fold(batch)
+                    unheld = await self._fold(batch)
                     if time.monotonic() - flushed >= FLUSH_S:
                         await self._flush()
                         flushed = time.monotonic()
+                await self._fetch_again(unheld)
         except Exception as exc:  # a fold that stopped must stop the worker, not leave it running without liveness
             logger.critical("the %s fold stopped: %r; the worker stops", self.table, exc)
             await self.crash(exc)
@@ -210,12 +211,10 @@ class GroupFold(mode.Service):
                 continue
         return positions
 
-    async def _fold(self, batch: Mapping[TopicPartition, list[ConsumerRecord]]) -> None:
-        """Fold a batch partition by partition, each partition's inputs merged in timestamp order."""
-        by_partition: dict[int, list[list[ConsumerRecord]]] = {}
-        for tp, run in batch.items():
-            if tp in self._assigned and run:  # else revoked meanwhile (or not restored yet): not folded here
-                by_partition.setdefault(tp.partition, []).append(run)
+    async def _fold(self, batch: Mapping[TopicPartition, list[ConsumerRecord]]) -> dict[TopicPartition, int]:
+        """Fold a batch partition by partition, each partition's inputs merged in timestamp order; returns the first
+        offset of each run not folded, its partition's rows not held."""
+        by_partition, unheld = split_batch(batch, self._assigned)
         folded: Folded = []
         for partition, runs in by_partition.items():
             rows = self._rows[partition]
@@ -228,6 +227,22 @@ class GroupFold(mode.Service):
                 self._next[TopicPartition(run[-1].topic, run[-1].partition)] = run[-1].offset + 1
         if folded:
             await self._on_folded(folded)
+        return unheld
+
+    async def _fetch_again(self, unheld: Mapping[TopicPartition, int]) -> None:
+        """Put the consumer back to the first record not folded of each partition it has read past (asked outside the
+        lock, as `_positions`). aiokafka hands out a new assignment's records as soon as it is set, and a restore
+        that failed leaves its rows unheld while the fold loop reads on: records skipped then would never be folded
+        (heartbeats lost, agents declared dead). The consumer only goes back: records folded twice are a no-op, and a
+        position reset by a rebalance since is left as it is; a partition revoked meanwhile is its next owner's."""
+        consumer = self._consumer
+        assert consumer is not None
+        for tp, offset in unheld.items():
+            try:
+                if await consumer.position(tp) > offset:
+                    consumer.seek(tp, offset)
+            except IllegalStateError:
+                continue
 
     async def _flush(self) -> None:
         """Write every held partition's changed rows to the changelog, then commit the inputs folded into them."""
@@ -352,6 +367,23 @@ class GroupFold(mode.Service):
         finally:
             await restorer.stop()
         return rows
+
+
+def split_batch(
+    batch: Mapping[TopicPartition, list[ConsumerRecord]], held: Set[TopicPartition]
+) -> tuple[dict[int, list[list[ConsumerRecord]]], dict[TopicPartition, int]]:
+    """A batch's runs of the `held` partitions, grouped by partition number (the inputs are co-partitioned), and for
+    each other partition the offset of its first record, to fetch it again from there."""
+    by_partition: dict[int, list[list[ConsumerRecord]]] = {}
+    unheld: dict[TopicPartition, int] = {}
+    for tp, run in batch.items():
+        if not run:
+            continue
+        if tp in held:
+            by_partition.setdefault(tp.partition, []).append(run)
+        else:
+            unheld[tp] = run[0].offset
+    return by_partition, unheld
 
 
 def _value(row: Any) -> bytes | None:
