@@ -208,17 +208,20 @@ def _set_replica(state: State, event: ReplicaEvent, **changes: Any) -> State:
 
 
 def _indexed(mission: MissionState, task_ids: Iterable[str], **changes: Any) -> MissionState:
-    """The mission with `changes` and its task indexes (pending, unfinished, failed_tasks) brought up to date for
-    these tasks, in one copy."""
+    """The mission with `changes` and its task indexes (pending, unfinished, failed_tasks, unstarted) brought up to
+    date for these tasks, in one copy."""
     replicas, tasks = changes.get("replicas", mission.replicas), changes.get("tasks", mission.tasks)
     checks = changes.get("checks", mission.checks)
     pending, unfinished, failed = mission.pending, mission.unfinished, mission.failed_tasks
+    unstarted = mission.unstarted
     for task_id in task_ids:
-        statuses = {replicas.get((task_id, index), FRESH).status for index in range(tasks[task_id].replicas)}
+        held = [replicas.get((task_id, index), FRESH) for index in range(tasks[task_id].replicas)]
+        statuses = {replica.status for replica in held}
         pending = _member(pending, task_id, PENDING in statuses)
         unfinished = _member(unfinished, task_id, not finished(tasks[task_id], statuses, checks.get(task_id)))
         failed = _member(failed, task_id, statuses <= {FAILED})
-    return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed)
+        unstarted = _member(unstarted, task_id, any(r.status == RUNNING and not r.started for r in held))
+    return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed, unstarted=unstarted)
 
 
 def _member(tasks: Set[str], task_id: str, belongs: bool) -> PSet[str]:

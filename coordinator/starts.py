@@ -44,8 +44,10 @@ def start_timeout_ms(config: Config, replica: Replica) -> int:
 def take_back_unstarted(draft: Draft, mission: MissionState, inputs_since_ms: int) -> None:
     """Cancel on its agent, and reassign, every running attempt not started within its start timeout (see
     `start_timeout_ms`) of its assignment (or of `inputs_since_ms`, when the coordinator could not read the start
-    before then)."""
-    for (task_id, index), replica in mission.replicas.items():
+    before then). Reads the mission's `unstarted` index, not every replica."""
+    unstarted = sorted((task, index) for task in mission.unstarted for index in range(mission.tasks[task].replicas))
+    for task_id, index in unstarted:
+        replica = mission.replica(task_id, index)
         if replica.status != RUNNING or replica.started:
             continue
         timeout_ms = start_timeout_ms(draft.state.config, replica)

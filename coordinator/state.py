@@ -272,6 +272,9 @@ class MissionState:
     """Tasks not yet finished (see `finished`): kept by `evolve`."""
     failed_tasks: Set[str] = PSet()
     """Tasks whose every replica failed for good: kept by `evolve`."""
+    unstarted: Set[str] = PSet()
+    """Tasks with a replica running but not started yet (a start may time out): kept by `evolve`, so each tick scans
+    these, not every replica of the mission."""
     checks: Mapping[str, CrossCheck] = dataclasses.field(default_factory=dict)
     """The latest cross-check of each replicated task compared so far (TaskCrossChecked)."""
     task_ballots: Mapping[str, BallotTally] = dataclasses.field(default_factory=dict)

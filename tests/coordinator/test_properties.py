@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swarmlog.coordinator import Decision, Receive, Tick, decide, evolve
-from swarmlog.coordinator.state import DONE, PENDING, QUEUED, RUNNING, State
+from swarmlog.coordinator.state import DONE, FAILED, PENDING, QUEUED, RUNNING, State
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import (
     AgentDeclaredDead,
@@ -223,6 +223,19 @@ def check_consistent(state: State) -> None:
         assert mission.tokens >= 0
         if mission.token_budget is not None and mission.active:
             assert mission.tokens <= mission.token_budget
+        held = {
+            task_id: [mission.replica(task_id, i) for i in range(spec.replicas)]
+            for task_id, spec in mission.tasks.items()
+        }
+        statuses = {task_id: {replica.status for replica in replicas} for task_id, replicas in held.items()}
+        assert mission.pending == {task_id for task_id, found in statuses.items() if PENDING in found}
+        assert mission.failed_tasks == {task_id for task_id, found in statuses.items() if found <= {FAILED}}
+        assert mission.unfinished == {task_id for task_id in mission.tasks if not mission.finished(task_id)}
+        assert mission.unstarted == {
+            task_id
+            for task_id, replicas in held.items()
+            if any(r.status == RUNNING and not r.started for r in replicas)
+        }, "the unstarted index names the tasks with a replica running, not started"
         for task_id, check in mission.checks.items():
             statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
             if check.replica is not None:
