@@ -29,7 +29,12 @@ class Announcement:
 
     def serves_at(self, now_ms: int) -> bool:
         """Whether the region is served at `now_ms`: announced as serving, and not silent for too long."""
-        return self.serving and now_ms - self.at_ms <= MISSED_INTERVALS * self.interval_ms
+        return self.serving and now_ms < self.silent_from_ms
+
+    @property
+    def silent_from_ms(self) -> int:
+        """When a coordinator that announced this and said no more stops counting as serving its region."""
+        return self.at_ms + MISSED_INTERVALS * self.interval_ms + 1
 
 
 def evolve(latest: Mapping[str, Announcement], event: Event) -> Mapping[str, Announcement]:
@@ -63,6 +68,24 @@ def fold(events: Iterable[Event]) -> Mapping[str, Announcement]:
 def served(latest: Mapping[str, Announcement], regions: Iterable[str], now_ms: int) -> tuple[str, ...]:
     """Those of `regions` that a live coordinator serves at `now_ms`, in their order."""
     return tuple(region for region in regions if region in latest and latest[region].serves_at(now_ms))
+
+
+def rival(latest: Mapping[str, Announcement], region: str, own_id: str, now_ms: int) -> Announcement | None:
+    """The announcement of another coordinator that serves `region` at `now_ms`, or None. Nothing fences a second
+    live coordinator of a region (both would decide and write its journal), so one must not start beside it; an
+    announcement under `own_id` is this process's own predecessor (a service restarted in it)."""
+    announced = latest.get(region)
+    if announced is None or announced.coordinator_id == own_id or not announced.serves_at(now_ms):
+        return None
+    return announced
+
+
+def first_claim(events: Iterable[Event], region: str) -> str | None:
+    """The coordinator whose announcement that it serves `region` comes first among `events` (in log order)."""
+    return next(
+        (e.coordinator_id for e in events if isinstance(e, CoordinatorAnnounced) and e.region == region and e.serving),
+        None,
+    )
 
 
 class Figures(TypedDict):

@@ -5,6 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -13,10 +18,11 @@ import yaml
 from test_cli_ops import invoke
 
 from swarmlog.client import MissionClient
-from swarmlog.coordinator.announcements import Announcement, evolve, fold, served
+from swarmlog.coordinator.announcements import Announcement, evolve, first_claim, fold, rival, served
 from swarmlog.coordinator.shell import CoordinatorService
+from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.repair import RepairRefused, repair
-from swarmlog.envelope import stamp
+from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.records import CoordinatorAnnounced, DrainRequested
@@ -26,13 +32,15 @@ from swarmlog.settings import Settings
 REGIONS = ("region-0", "region-1", "region-2")
 
 
-def announced(region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000) -> CoordinatorAnnounced:
+def announced(
+    region: str, at_ms: int, *, serving: bool = True, interval_ms: int = 2000, by: str = "host:1"
+) -> CoordinatorAnnounced:
     return stamp(
         CoordinatorAnnounced,
         producer=f"coordinator:{region}",
         occurred_at_ms=at_ms,
         region=region,
-        coordinator_id="host:1",
+        coordinator_id=by,
         serving=serving,
         interval_ms=interval_ms,
         agents=2,
@@ -74,6 +82,28 @@ def test_placement_uses_the_served_regions_only() -> None:
 def test_announcement_expiry_is_three_intervals() -> None:
     announcement = Announcement("r", "c", True, at_ms=0, interval_ms=100, agents=0, idle_agents=0, active_missions=0)
     assert announcement.serves_at(300) and not announcement.serves_at(301)
+
+
+def test_another_coordinator_serving_the_region_is_a_rival_and_none_is_when_it_stopped_went_silent_or_is_this_one():
+    latest = fold([announced("region-1", 10_000)])  # by host:1
+    assert rival(latest, "region-1", "other:2", 11_000) == latest["region-1"]
+    assert rival(latest, "region-1", "host:1", 11_000) is None  # this process's own, a service started again in it
+    assert rival(latest, "region-0", "other:2", 11_000) is None
+    assert rival(latest, "region-1", "other:2", 16_001) is None  # silent for three intervals: killed
+    stopped = fold([announced("region-1", 10_000), announced("region-1", 10_500, serving=False)])
+    assert rival(stopped, "region-1", "other:2", 11_000) is None
+
+
+def test_the_first_announcement_that_serves_a_region_claims_it():
+    log = [
+        announced("region-0", 1_000, by="a:1"),
+        announced("region-1", 1_000, by="b:2", serving=False),
+        announced("region-1", 1_000, by="c:3"),
+        announced("region-1", 1_000, by="b:2"),
+    ]
+    assert first_claim(log, "region-1") == "c:3"
+    assert first_claim(log, "region-0") == "a:1"
+    assert first_claim(log, "region-2") is None
 
 
 # On real brokers (a broker of this module's own, so no coordinator of another test announces on it).
@@ -146,3 +176,77 @@ async def test_a_repair_is_refused_while_a_coordinator_serves_the_region(setting
     async with CoordinatorService(settings, "region-2", data_dir=tmp_path):
         with pytest.raises(RepairRefused, match=r"a coordinator still serves region-2 .* stop it first"):
             await repair(settings, "region-2", [0], "garbage", "test")
+
+
+def test_a_coordinator_does_not_start_beside_a_live_one_of_its_region_and_starts_at_once_after_it_is_killed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    first = _coordinator(settings, "region-1", tmp_path / "first")
+    try:
+        assert _served_by(settings, "region-1", first.pid), (tmp_path / "first.log").read_text()
+        second = subprocess.run(
+            _coordinator_argv("region-1", tmp_path / "second"),
+            env=_env(settings),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode == 3, second.stderr
+        assert f"region region-1 is served by the coordinator {os.uname().nodename}:{first.pid}" in second.stderr
+        assert first.poll() is None, "the running coordinator goes on"
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    third = _coordinator(settings, "region-1", tmp_path / "third")
+    try:
+        assert _served_by(settings, "region-1", third.pid), (tmp_path / "third.log").read_text()
+    finally:
+        third.send_signal(signal.SIGTERM)
+        assert third.wait(60) == 0
+    assert "waiting up to" not in (tmp_path / "third.log").read_text(), "a killed one of this host is not waited for"
+
+
+def _env(settings: Settings) -> dict[str, str]:
+    return {**os.environ, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "", "SWARMLOG_BROKER": settings.broker}
+
+
+def _coordinator_argv(region: str, data_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "swarmlog", "coordinator", "--region", region, "--data-dir", str(data_dir)]
+
+
+def _coordinator(settings: Settings, region: str, data_dir: Path) -> subprocess.Popen[bytes]:
+    """`swarmlog coordinator` for the region, logging to <data_dir>.log."""
+    with data_dir.with_suffix(".log").open("wb") as log:
+        return subprocess.Popen(
+            _coordinator_argv(region, data_dir), env=_env(settings), stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def _served_by(settings: Settings, region: str, pid: int, timeout_s: float = 90) -> bool:
+    """Whether the region's latest announcement comes from the process `pid` as serving, within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        latest = asyncio.run(read_announcements(settings)).get(region)
+        if latest is not None and latest.coordinator_id.endswith(f":{pid}") and latest.serves_at(now_ms()):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_of_two_coordinators_of_a_region_started_together_one_serves_and_the_other_exits(
+    settings: Settings, tmp_path: Path
+) -> None:
+    pair = [_coordinator(settings, "region-3", tmp_path / name) for name in ("left", "right")]
+    try:
+        deadline = time.monotonic() + 120
+        while all(process.poll() is None for process in pair) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        codes = [process.poll() for process in pair]
+        assert sorted(codes, key=str) == [3, None], codes
+        [serving] = [process for process in pair if process.poll() is None]
+        assert _served_by(settings, "region-3", serving.pid)  # the one that exited announced no stop
+    finally:
+        for process in pair:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(60) == 0

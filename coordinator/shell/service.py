@@ -9,7 +9,8 @@ from the input's id) and decide nothing, and recovery re-sends the inbox message
 only one whose messages may be missing. Agents may thus see an inbox message twice and must dedupe by event id and
 by (task, replica, attempt); no attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
 (and repairs) are transactions, and one left open by a crash is aborted at start (`_abort_transactions_left_open`).
-Nothing fences a second live coordinator of the region: run one per region (docs/architecture.md).
+Nothing fences a second live coordinator of the region: one does not start while another announces that it serves
+it, and of two started at once the first to announce serves it (`announce.wait_until_unserved`, `hold_claim`).
 
 Ticks: at most one per 250 ms bucket, id tick:<region>:<bucket>, always after the journal's clock, so a tick never
 reuses the event ids of one written before a crash. Time never goes back: now = max(wall clock, journal clock).
@@ -44,7 +45,7 @@ from swarmlog.coordinator.announcements import figures
 from swarmlog.coordinator.decide import INPUTS
 from swarmlog.coordinator.inbox import messages
 from swarmlog.coordinator.shell import folded as snapshots
-from swarmlog.coordinator.shell.announce import Announcer
+from swarmlog.coordinator.shell.announce import Announcer, wait_until_unserved
 from swarmlog.coordinator.shell.delivery import Delivery
 from swarmlog.coordinator.shell.folded import FoldedJournal
 from swarmlog.coordinator.shell.recovery import JOURNAL, recover
@@ -155,6 +156,7 @@ class CoordinatorService(Running):
             raise RuntimeError(f"{self._name} was already started; make a new CoordinatorService")
         settings, partition = self._settings, self._settings.region_names.index(self._region)
         try:
+            read_to = await wait_until_unserved(settings, self._region)
             if self._committed_reads:
                 await self._abort_transactions_left_open()
             self._producer = await start_in(
@@ -199,10 +201,10 @@ class CoordinatorService(Running):
                 partition=partition,
                 max_batch_bytes=settings.max_message_bytes,
             )
-            await self._delivery.inbox(messages(self._folded.last, self._folded.state))
             announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
-            await announcer.start()
+            await announcer.start(read_to)  # before anything is sent: a coordinator that claimed the region first wins
             self._stack.push_async_callback(announcer.stop)  # first to go: the region is unserved before we stop
+            await self._delivery.inbox(messages(self._folded.last, self._folded.state))
         except BaseException:
             await self._stack.aclose()
             raise
