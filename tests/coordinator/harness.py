@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from swarmlog.coordinator import Config, Decision, Receive, State, Tick, decide, evolve, initial
@@ -91,12 +91,14 @@ class Swarm:
         self._sequence += 1
         return self.apply(Tick(self.now_ms, f"tick-{self._sequence}", inputs_since_ms))
 
-    def apply(self, command: Receive | Tick) -> list[Event]:
-        """Decide a command (it must not be rejected), fold its events and append them to the journal."""
-        decision = decide(command, self.state)
+    def apply(self, command: Receive | Tick, decider: Callable[[Any, State], object] = decide) -> list[Event]:
+        """Decide a command with `decider` (it must not be rejected), fold its events and append them to the journal;
+        the state the decision carries, if any, must be that fold."""
+        decision = decider(command, self.state)
         assert isinstance(decision, Decision), decision
         for event in decision.events:
             self.state = evolve(self.state, event)
+        assert decision.state is None or decision.state == self.state, "a decision's state is the fold of its events"
         self.journal.extend(decision.events)
         return list(decision.events)
 

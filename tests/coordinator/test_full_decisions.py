@@ -1,7 +1,7 @@
 """A decision holds about Config.max_routed_bytes of routing events (an unrouted one none); ticks route the ready
 replicas it left."""
 
-from swarmlog.coordinator import Decision, Receive, decide_unrouted, evolve
+from swarmlog.coordinator import Receive, decide_unrouted
 from swarmlog.coordinator.dispatch import ROUTING_EVENT_BYTES
 from swarmlog.coordinator.state import PENDING
 from swarmlog.schemas.records import (
@@ -78,14 +78,10 @@ def test_an_unrouted_decision_accepts_with_agents_idle_and_the_next_tick_routes(
     swarm = Swarm(max_routed_bytes=BUDGET)
     swarm.register("a", "code")
     submitted = swarm.input(MissionSubmitted, mission_id="m", title="m", tasks=[task("t", "code")], submitted_by="test")
-    decision = decide_unrouted(Receive(submitted, swarm.now_ms), swarm.state)
-    assert isinstance(decision, Decision) and decision.state is not None
-    assert [type(event) for event in decision.events] == [MissionAccepted, PhaseStarted]
-    assert decision.state.config == swarm.state.config, "the routing budget is the coordinator's again"
-    for event in decision.events:
-        swarm.state = evolve(swarm.state, event)
-    swarm.journal.extend(decision.events)
-    assert swarm.state == decision.state
+    config = swarm.state.config
+    accepted = swarm.apply(Receive(submitted, swarm.now_ms), decide_unrouted)
+    assert [type(event) for event in accepted] == [MissionAccepted, PhaseStarted]
+    assert swarm.state.config == config, "the routing budget is the coordinator's again"
     assert unrouted(swarm) == 1
     assert [e.agent_id for e in named(swarm.tick(250), TaskAssigned)] == ["a"]
     assert swarm.replay() == swarm.state
