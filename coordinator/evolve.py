@@ -215,18 +215,21 @@ def _indexed(mission: MissionState, task_ids: Iterable[str], **changes: Any) -> 
     pending, unfinished, failed = mission.pending, mission.unfinished, mission.failed_tasks
     unstarted = mission.unstarted
     for task_id in task_ids:
-        held = [replicas.get((task_id, index), FRESH) for index in range(tasks[task_id].replicas)]
-        statuses = {replica.status for replica in held}
+        statuses, waits_for_start = set(), False
+        for index in range(tasks[task_id].replicas):
+            replica = replicas.get((task_id, index), FRESH)
+            statuses.add(replica.status)
+            waits_for_start = waits_for_start or (replica.status == RUNNING and not replica.started)
         pending = _member(pending, task_id, PENDING in statuses)
         unfinished = _member(unfinished, task_id, not finished(tasks[task_id], statuses, checks.get(task_id)))
         failed = _member(failed, task_id, statuses <= {FAILED})
-        unstarted = _member(unstarted, task_id, any(r.status == RUNNING and not r.started for r in held))
+        unstarted = _member(unstarted, task_id, waits_for_start)
     return replace(mission, **changes, pending=pending, unfinished=unfinished, failed_tasks=failed, unstarted=unstarted)
 
 
 def _member(tasks: Set[str], task_id: str, belongs: bool) -> PSet[str]:
     """`tasks` with `task_id` in it exactly when it belongs: persistent, so it costs O(log n), not a copy of them all."""
-    held = PSet(tasks)
+    held = tasks if isinstance(tasks, PSet) else PSet(tasks)
     return held.add(task_id) if belongs else held.discard(task_id)
 
 
