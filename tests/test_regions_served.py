@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_cli_ops import invoke
+from test_cli_ops import env, invoke
 
 from swarmlog.client import MissionClient
 from swarmlog.coordinator.announcements import Announcement, evolve, first_claim, fold, rival, served
@@ -186,7 +186,7 @@ def test_a_coordinator_does_not_start_beside_a_live_one_of_its_region_and_starts
         assert _served_by(settings, "region-1", first.pid), (tmp_path / "first.log").read_text()
         second = subprocess.run(
             _coordinator_argv("region-1", tmp_path / "second"),
-            env=_env(settings),
+            env={**os.environ, **env(settings)},
             capture_output=True,
             text=True,
             timeout=120,
@@ -206,10 +206,6 @@ def test_a_coordinator_does_not_start_beside_a_live_one_of_its_region_and_starts
     assert "waiting up to" not in (tmp_path / "third.log").read_text(), "a killed one of this host is not waited for"
 
 
-def _env(settings: Settings) -> dict[str, str]:
-    return {**os.environ, "SWARMLOG_BOOTSTRAP": settings.bootstrap or "", "SWARMLOG_BROKER": settings.broker}
-
-
 def _coordinator_argv(region: str, data_dir: Path) -> list[str]:
     return [sys.executable, "-m", "swarmlog", "coordinator", "--region", region, "--data-dir", str(data_dir)]
 
@@ -218,7 +214,10 @@ def _coordinator(settings: Settings, region: str, data_dir: Path) -> subprocess.
     """`swarmlog coordinator` for the region, logging to <data_dir>.log."""
     with data_dir.with_suffix(".log").open("wb") as log:
         return subprocess.Popen(
-            _coordinator_argv(region, data_dir), env=_env(settings), stdout=log, stderr=subprocess.STDOUT
+            _coordinator_argv(region, data_dir),
+            env={**os.environ, **env(settings)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
 
 

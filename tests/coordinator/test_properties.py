@@ -227,9 +227,9 @@ def check_consistent(state: State) -> None:
             task_id: [mission.replica(task_id, i) for i in range(spec.replicas)]
             for task_id, spec in mission.tasks.items()
         }
-        statuses = {task_id: {replica.status for replica in replicas} for task_id, replicas in held.items()}
-        assert mission.pending == {task_id for task_id, found in statuses.items() if PENDING in found}
-        assert mission.failed_tasks == {task_id for task_id, found in statuses.items() if found <= {FAILED}}
+        statuses_of = {task_id: {replica.status for replica in replicas} for task_id, replicas in held.items()}
+        assert mission.pending == {task_id for task_id, found in statuses_of.items() if PENDING in found}
+        assert mission.failed_tasks == {task_id for task_id, found in statuses_of.items() if found <= {FAILED}}
         assert mission.unfinished == {task_id for task_id in mission.tasks if not mission.finished(task_id)}
         assert mission.unstarted == {
             task_id
@@ -237,7 +237,7 @@ def check_consistent(state: State) -> None:
             if any(r.status == RUNNING and not r.started for r in replicas)
         }, "the unstarted index names the tasks with a replica running, not started"
         for task_id, check in mission.checks.items():
-            statuses = {mission.replica(task_id, i).status for i in range(mission.tasks[task_id].replicas)}
+            statuses = statuses_of[task_id]
             if check.replica is not None:
                 assert mission.replica(task_id, check.replica).status == DONE
                 assert not statuses & {PENDING, QUEUED, RUNNING} or not mission.active

@@ -230,7 +230,6 @@ def test_when_one_of_two_workers_is_killed_the_other_takes_its_partitions_and_ev
     workers[1].app_id = workers[0].app_id
     workers[1].env["SWARMLOG_STREAMS_APP_ID"] = workers[0].app_id
     client = Client(settings.bootstrap)
-    registrations: dict[str, Event] = {}
     ours = lambda e: isinstance(e, AgentDeclaredDead) and e.agent_id in agents
     with contextlib.ExitStack() as stack:
         for worker in workers:
@@ -239,7 +238,7 @@ def test_when_one_of_two_workers_is_killed_the_other_takes_its_partitions_and_ev
         assert _shared(workers[1], settings.default_partitions), "the second worker holds some partitions, not all"
         # Stamped as sent: a registration made while the workers started (20 s and more on a busy machine) would be a
         # silence older than the timeout, and the agents that go on to beat could rightly be declared dead first.
-        registrations.update((agent, registered(agent)) for agent in agents)
+        registrations = {agent: registered(agent) for agent in agents}
         for agent, registration in registrations.items():
             client.send("swarm.agents.registry", agent, registration)
         stack.enter_context(beating(settings.bootstrap, {a: r for a, r in registrations.items() if a not in silent}))
