@@ -1,4 +1,10 @@
-"""Which regions a live coordinator serves, from their CoordinatorAnnounced events: a pure fold and a decision."""
+"""Which regions a live coordinator serves, from their CoordinatorAnnounced events: a pure fold and a decision.
+
+A region's announcements, in log order, say who holds it: the first claim does, and another coordinator's word counts
+only once the holder's latest is a stop or has gone silent by that word's own time. A word made while the holder still
+serves is void: its coordinator claimed a region held by another, and must stop. Every reader folds the same log, so
+every reader (the holder, a rival, a client) agrees on who holds a region.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,9 @@ from swarmlog.schemas.records import CoordinatorAnnounced
 
 MISSED_INTERVALS = 3
 """A coordinator silent for this many of its announcement intervals no longer serves its region."""
+LEASE_INTERVALS = 2
+"""A coordinator decides for this many intervals after its latest announcement known to hold the region: one interval
+before a rival may take the region over, a margin for the clocks of two hosts and a pause between check and write."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -27,6 +36,11 @@ class Announcement:
     idle_agents: int
     active_missions: int
 
+    @property
+    def lease_until_ms(self) -> int:
+        """Until when the coordinator that announced this may decide without checking that it still holds the region."""
+        return self.at_ms + LEASE_INTERVALS * self.interval_ms
+
     def serves_at(self, now_ms: int) -> bool:
         """Whether the region is served at `now_ms`: announced as serving, and not silent for too long."""
         return self.serving and now_ms < self.silent_from_ms
@@ -38,9 +52,17 @@ class Announcement:
 
 
 def evolve(latest: Mapping[str, Announcement], event: Event) -> Mapping[str, Announcement]:
-    """Fold one CoordinatorAnnounced in: the newest announcement per region wins (an older one changes nothing)."""
+    """Fold one CoordinatorAnnounced in: it becomes its region's latest word when it is the holder's own (and not older
+    than its latest), or when the holder's latest no longer serves at its time; else it is void and changes nothing."""
     if not isinstance(event, CoordinatorAnnounced):
         return latest
+    before = latest.get(event.region)
+    if before is not None:
+        if before.coordinator_id == event.coordinator_id:
+            if before.at_ms > event.occurred_at:
+                return latest
+        elif before.serves_at(event.occurred_at):
+            return latest
     announced = Announcement(
         region=event.region,
         coordinator_id=event.coordinator_id,
@@ -51,9 +73,6 @@ def evolve(latest: Mapping[str, Announcement], event: Event) -> Mapping[str, Ann
         idle_agents=event.idle_agents,
         active_missions=event.active_missions,
     )
-    before = latest.get(announced.region)
-    if before is not None and before.at_ms > announced.at_ms:
-        return latest
     return {**latest, announced.region: announced}
 
 
@@ -80,12 +99,11 @@ def rival(latest: Mapping[str, Announcement], region: str, own_id: str, now_ms: 
     return announced
 
 
-def first_claim(events: Iterable[Event], region: str) -> str | None:
-    """The coordinator whose announcement that it serves `region` comes first among `events` (in log order)."""
-    return next(
-        (e.coordinator_id for e in events if isinstance(e, CoordinatorAnnounced) and e.region == region and e.serving),
-        None,
-    )
+def holds(latest: Mapping[str, Announcement], region: str, own_id: str) -> bool:
+    """Whether the coordinator `own_id` holds `region` by the fold `latest`: its latest word is the region's and serving
+    (a claim of its that the log holds after another's serving one was void)."""
+    announced = latest.get(region)
+    return announced is not None and announced.coordinator_id == own_id and announced.serving
 
 
 class Figures(TypedDict):

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from swarmlog.coordinator import plan, split
-from swarmlog.coordinator.announcements import MISSED_INTERVALS, Announcement
+from swarmlog.coordinator.announcements import MISSED_INTERVALS, Announcement, Figures
 from swarmlog.coordinator.placement import TOP
 from swarmlog.coordinator.state import DECISION_MAKING
 from swarmlog.schemas.events import Event
@@ -109,6 +109,15 @@ class State:
 def initial(config: Config) -> State:
     """The state before any journal event."""
     return State(config)
+
+
+def figures(state: State) -> Figures:
+    """What the top level announces about itself: no agents of its own, and the missions it has not ended."""
+    return {
+        "agents": 0,
+        "idle_agents": 0,
+        "active_missions": sum(1 for mission in state.missions.values() if mission.ended is None),
+    }
 
 
 def sub_mission_id(mission_id: str, share_id: str, attempt: int) -> str:
@@ -265,7 +274,11 @@ class _Draft:
 
     def __init__(self, state: State, command: Command) -> None:
         self.state, self.cause_id, self.now_ms = state, command.cause_id, command.now_ms
-        self.served = {region: seen for region, seen in command.regions.items() if seen.serves_at(command.now_ms)}
+        self.served = {
+            region: seen
+            for region, seen in command.regions.items()
+            if region != TOP and seen.serves_at(command.now_ms)  # the top level announces itself beside the regions
+        }
         self.regions = command.regions
         self.events: list[Event] = []
 

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from coordinator.harness import task
+from coordinator.live import eventually, journal, submit
 from test_cli_ops import env, invoke
 
 from swarmlog.client import MissionClient
-from swarmlog.coordinator.announcements import Announcement, evolve, first_claim, fold, rival, served
+from swarmlog.coordinator.announcements import Announcement, evolve, fold, holds, rival, served
 from swarmlog.coordinator.shell import CoordinatorService
 from swarmlog.coordinator.shell.announce import read_announcements
 from swarmlog.coordinator.shell.repair import RepairRefused, repair
@@ -94,16 +96,29 @@ def test_another_coordinator_serving_the_region_is_a_rival_and_none_is_when_it_s
     assert rival(stopped, "region-1", "other:2", 11_000) is None
 
 
-def test_the_first_announcement_that_serves_a_region_claims_it():
-    log = [
+def test_the_first_claim_holds_a_region_and_another_word_counts_only_once_the_holder_stopped_or_went_silent():
+    claims = [
         announced("region-0", 1_000, by="a:1"),
         announced("region-1", 1_000, by="b:2", serving=False),
         announced("region-1", 1_000, by="c:3"),
-        announced("region-1", 1_000, by="b:2"),
+        announced("region-1", 1_000, by="b:2"),  # claimed at once: c:3 holds it, so this word is void
     ]
-    assert first_claim(log, "region-1") == "c:3"
-    assert first_claim(log, "region-0") == "a:1"
-    assert first_claim(log, "region-2") is None
+    latest = fold(claims)
+    assert holds(latest, "region-1", "c:3") and not holds(latest, "region-1", "b:2")
+    assert holds(latest, "region-0", "a:1") and not holds(latest, "region-2", "a:1")
+    assert fold([*claims, announced("region-1", 7_000, by="b:2")]) == latest  # c:3 still serves at 7,000
+    taken = fold([*claims, announced("region-1", 7_001, by="b:2")])  # c:3 silent for three intervals: b:2 takes over
+    assert holds(taken, "region-1", "b:2")
+    assert fold([*claims[2:], announced("region-1", 9_000, by="c:3")]) == fold([announced("region-1", 9_000, by="c:3")])
+    after_stop = fold([*claims, announced("region-1", 1_500, by="c:3", serving=False), announced("region-1", 1_600)])
+    assert holds(after_stop, "region-1", "host:1")
+    paused = fold([*claims, announced("region-1", 8_000, by="b:2"), announced("region-1", 8_500, by="c:3")])
+    assert holds(paused, "region-1", "b:2") and not holds(paused, "region-1", "c:3")  # c:3 resumed too late
+
+
+def test_a_lease_ends_an_interval_before_a_rival_may_take_over():
+    announcement = Announcement("r", "c", True, at_ms=0, interval_ms=100, agents=0, idle_agents=0, active_missions=0)
+    assert announcement.lease_until_ms == 200 < announcement.silent_from_ms - 100
 
 
 # On real brokers (a broker of this module's own, so no coordinator of another test announces on it).
@@ -206,15 +221,67 @@ def test_a_coordinator_does_not_start_beside_a_live_one_of_its_region_and_starts
     assert "waiting up to" not in (tmp_path / "third.log").read_text(), "a killed one of this host is not waited for"
 
 
+def test_a_coordinator_paused_past_its_lease_writes_nothing_more_once_another_took_its_region_over(
+    settings: Settings, tmp_path: Path
+) -> None:
+    first = _coordinator(settings, "region-2", tmp_path / "first")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        assert _served_by(settings, "region-2", first.pid), (tmp_path / "first.log").read_text()
+        first.send_signal(signal.SIGSTOP)  # a pause: a stalled host, a frozen VM
+        second = _coordinator(settings, "region-2", tmp_path / "second")  # waits out the first's silence, then serves
+        assert _served_by(settings, "region-2", second.pid), (tmp_path / "second.log").read_text()
+        mission = f"paused-{uuid.uuid4().hex[:8]}"  # both read it: the paused one finds it when it resumes
+        asyncio.run(submit(settings, mission, "region-2", [task("a", "code")]))
+        assert asyncio.run(eventually(lambda: journal(settings, "region-2", mission)))
+        first.send_signal(signal.SIGCONT)
+        assert first.wait(60) == 3, (tmp_path / "first.log").read_text()
+        said = (tmp_path / "first.log").read_text()
+        assert f"region region-2 is served by the coordinator {os.uname().nodename}:{second.pid}" in said
+        ids = [event.event_id for event in asyncio.run(journal(settings, "region-2", mission))]
+        assert len(ids) == len(set(ids)), "the resumed coordinator decided nothing on the mission again"
+        assert second.poll() is None and _served_by(settings, "region-2", second.pid)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        if second is not None:
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(60) == 0
+
+
+def test_a_second_top_level_does_not_start_beside_a_live_one(settings: Settings, tmp_path: Path) -> None:
+    first = _process(settings, ["top"], tmp_path / "top.log")
+    try:
+        assert _served_by(settings, "top", first.pid), (tmp_path / "top.log").read_text()
+        second = subprocess.run(
+            [sys.executable, "-m", "swarmlog", "top"],
+            env={**os.environ, **env(settings)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode == 3, second.stderr
+        assert f"region top is served by the coordinator {os.uname().nodename}:{first.pid}" in second.stderr
+        assert first.poll() is None, "the running top level goes on"
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(60) == 0
+
+
 def _coordinator_argv(region: str, data_dir: Path) -> list[str]:
     return [sys.executable, "-m", "swarmlog", "coordinator", "--region", region, "--data-dir", str(data_dir)]
 
 
 def _coordinator(settings: Settings, region: str, data_dir: Path) -> subprocess.Popen[bytes]:
     """`swarmlog coordinator` for the region, logging to <data_dir>.log."""
-    with data_dir.with_suffix(".log").open("wb") as log:
+    return _process(settings, _coordinator_argv(region, data_dir)[3:], data_dir.with_suffix(".log"))
+
+
+def _process(settings: Settings, args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """`swarmlog <args>` on the test's broker, logging to `log_path`."""
+    with log_path.open("wb") as log:
         return subprocess.Popen(
-            _coordinator_argv(region, data_dir),
+            [sys.executable, "-m", "swarmlog", *args],
             env={**os.environ, **env(settings)},
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -2,10 +2,16 @@
 
 A coordinator writes CoordinatorAnnounced(serving=True) when it has recovered and every ANNOUNCE_MS after, and
 CoordinatorAnnounced(serving=False) when it stops cleanly. A region is served while its latest announcement says so
-and is at most 3 intervals old, so a killed coordinator stops counting within about 6 s. Nothing else fencing a second
-live coordinator of a region, one does not start beside another: it waits while the region's latest announcement is
-another's that may still be alive (`wait_until_unserved`), and of two that found the region unserved at once, the one
-whose first announcement the log holds first serves it (`hold_claim`); the other exits before it decides anything.
+and is at most 3 intervals old, so a killed coordinator stops counting within about 6 s. Nothing else fences a second
+live coordinator of a region, so the announcements do, by the fold every reader agrees on (`announcements.evolve`):
+- one does not start beside another: it waits while the region's latest word is another's that may still be alive
+  (`wait_until_unserved`), then announces and reads the log back; of two that found the region unserved at once, the
+  one whose word the log holds first holds it, and the other exits before it decides anything;
+- a holder decides only within its lease (2 intervals after its latest word known to hold the region). A word whose
+  answer came within the lease renews it; past it (the process was paused, the broker slow) it announces and reads the
+  log back before its next write, and stops when another took the region over meanwhile (`Announcer.hold`).
+A pause between that check and the write itself is the one window left: a broker-side fence would need the journal
+written in transactions (DESIGN §12).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Callable, Mapping
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from swarmlog.coordinator.announcements import Announcement, Figures, first_claim, fold, rival
+from swarmlog.coordinator.announcements import Announcement, Figures, fold, holds, rival
 from swarmlog.envelope import now_ms, stamp
 from swarmlog.errors import ConfigError, DecodeError, SwarmlogError
 from swarmlog.kafka.connection import start
@@ -40,49 +46,101 @@ log = logging.getLogger("swarmlog.coordinator")
 
 
 class Announcer:
-    """Announces one region's coordinator on start, every ANNOUNCE_MS, and as stopped on a clean stop."""
+    """Holds one region for its coordinator: claims it on start, announces it every ANNOUNCE_MS, checks before each
+    write that it still holds it (`hold`), and announces it as stopped on a clean stop."""
 
-    def __init__(self, settings: Settings, region: str, figures: Callable[[], Figures], wait: BrokerWait) -> None:
+    def __init__(
+        self, settings: Settings, region: str, figures: Callable[[], Figures], wait: BrokerWait, *, producer: str = ""
+    ) -> None:
         self._settings, self._region, self._figures, self._wait = settings, region, figures, wait
+        self._producer_name = producer or f"coordinator:{region}"
         self._id = coordinator_id()
         self._producer = EventProducer(settings, client_id=f"swarmlog-coordinator-{region}-announcer")
         self._task: asyncio.Task[None] | None = None
+        self._held: Announcement | None = None  # this coordinator's latest word known to hold the region
+        self._deposed: ConfigError | None = None
+        self._claiming = asyncio.Lock()
 
-    async def start(self, read_to: Mapping[int, int]) -> None:
-        """Connect, announce at once, then keep announcing in the background; raise ConfigError, announcing nothing
-        more, when another coordinator claimed the region first since `read_to` (see `hold_claim`)."""
+    async def start(self, gone: str | None = None) -> None:
+        """Connect and claim the region, then keep announcing in the background; raise ConfigError, announcing nothing
+        more, when another coordinator holds it by the log. `gone`: the coordinator that held it and is known to be
+        dead (`wait_until_unserved`), whose stop this writes first, so that every reader's fold lets the claim count."""
         await self._producer.start()
         try:
-            await self._announce(serving=True)
-            await hold_claim(self._settings, self._region, read_to)
+            if gone is not None:
+                await self._announce(serving=False, coordinator_id=gone)
+            await self._claim()
         except BaseException:
             await self._producer.stop()
             raise
         self._task = asyncio.create_task(self._every_interval(), name=f"announce-{self._region}")
 
     async def stop(self) -> None:
-        """Announce that the region is no longer served, then disconnect; safe to call twice."""
+        """Announce that the region is no longer served (unless another took it over), then disconnect; safe to call
+        twice."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-            await self._announce(serving=False)
+            if self._deposed is None:
+                await self._announce(serving=False)
         await self._producer.stop()
 
+    async def hold(self) -> None:
+        """Return while this coordinator holds its region: at once within its lease, else once it has announced and
+        read back that it still does; raise ConfigError when another coordinator took the region over."""
+        self.check()
+        if self._held is None or now_ms() >= self._held.lease_until_ms:
+            await self._claim()
+
+    def check(self) -> None:
+        """Raise ConfigError when this coordinator found that another holds its region."""
+        if self._deposed is not None:
+            raise self._deposed
+
     async def _every_interval(self) -> None:
+        """Renew the lease with each word answered within it; past it, claim the region again (and end if deposed)."""
         while True:
             await asyncio.sleep(ANNOUNCE_MS / 1000)
-            await self._announce(serving=True)
+            held = self._held
+            if held is not None and now_ms() < held.lease_until_ms:
+                word = await self._announce(serving=True)
+                if word is not None and now_ms() < held.lease_until_ms:  # no rival's word can precede it in the log
+                    self._held = word
+                continue
+            with contextlib.suppress(ConfigError):  # deposed: `check` tells the service
+                await self._claim()
+            if self._deposed is not None:
+                return
 
-    async def _announce(self, *, serving: bool) -> None:
-        """Write one announcement, telling `wait` how the broker answered; a failure is logged, never fatal (clients
-        then see the region as unserved)."""
+    async def _claim(self) -> None:
+        """Announce, then read the region's announcements back: this word holds the lease when the region is this
+        coordinator's by them; else raise ConfigError (and keep raising it) before anything more is decided."""
+        async with self._claiming:
+            self.check()
+            if self._held is not None and now_ms() < self._held.lease_until_ms:
+                return  # claimed while this waited
+            while (word := await self._announce(serving=True)) is None:
+                await asyncio.sleep(ANNOUNCE_MS / 1000)  # no word on the log, no lease: the broker is away
+            latest = fold(await _announced(self._settings))
+            if not holds(latest, self._region, self._id):
+                holder = latest.get(self._region)
+                other = holder.coordinator_id if holder is not None else "unknown"
+                self._deposed = _served_by(self._region, other, "it holds the region by the announcements' log")
+                log.error("%s", self._deposed)
+                raise self._deposed
+            self._held = word
+
+    async def _announce(self, *, serving: bool, coordinator_id: str | None = None) -> Announcement | None:
+        """Write one announcement, telling `wait` how the broker answered: what it says, once the broker has it; None
+        when it failed, which is logged, never fatal (clients then see the region as unserved). `coordinator_id`: whose
+        word it is (a dead one's stop); this coordinator's by default."""
         event = stamp(
             CoordinatorAnnounced,
-            producer=f"coordinator:{self._region}",
+            producer=self._producer_name,
             region=self._region,
-            coordinator_id=self._id,
+            coordinator_id=coordinator_id or self._id,
             serving=serving,
             interval_ms=ANNOUNCE_MS,
             **self._figures(),
@@ -96,6 +154,8 @@ class Announcer:
                 COORDINATORS,
                 exc,
             )
+            return None
+        return fold([event])[self._region]
 
 
 def coordinator_id() -> str:
@@ -117,9 +177,9 @@ def gone(announcer: str) -> bool:
     return False
 
 
-async def wait_until_unserved(settings: Settings, region: str) -> Mapping[int, int]:
-    """Return once no other live coordinator serves `region`, with the offsets (per partition of swarm.coordinators)
-    up to which the announcements were read; raise ConfigError while one does.
+async def wait_until_unserved(settings: Settings, region: str) -> str | None:
+    """Return once no other live coordinator serves `region`: the id of the one that held it when its process is known
+    to be gone, else None; raise ConfigError while one serves it.
 
     At once when its latest announcement is a stop, is older than the intervals it may miss, is this process's own,
     or names a process of this host that is gone (a coordinator killed and started again). Otherwise the one that
@@ -127,10 +187,11 @@ async def wait_until_unserved(settings: Settings, region: str) -> Mapping[int, i
     refuse as soon as it announces again, since then it is alive."""
     own, first = coordinator_id(), None
     while True:
-        events, read_to = await _announced(settings)
-        other = rival(fold(events), region, own, now_ms())
-        if other is None or gone(other.coordinator_id):
-            return read_to
+        other = rival(fold(await _announced(settings)), region, own, now_ms())
+        if other is None:
+            return None
+        if gone(other.coordinator_id):
+            return other.coordinator_id
         if first is None:
             first = other
             log.warning(
@@ -146,50 +207,36 @@ async def wait_until_unserved(settings: Settings, region: str) -> Mapping[int, i
         await asyncio.sleep(RIVAL_POLL_S)
 
 
-async def hold_claim(settings: Settings, region: str, read_to: Mapping[int, int]) -> None:
-    """Raise ConfigError unless this process's announcement is the first that claims `region` since `read_to`
-    (`wait_until_unserved`'s answer): of two coordinators that each found the region unserved, the one whose
-    announcement the log holds first serves it, and the other stops before it decides anything."""
-    events, _ = await _announced(settings, read_to)
-    first = first_claim(events, region)
-    if first is not None and first != coordinator_id():
-        raise _served_by(region, first, "it announced first, as this one started")
-
-
 def _served_by(region: str, other: str, when: str) -> ConfigError:
     return ConfigError(
         f"region {region} is served by the coordinator {other} ({when}): two coordinators of one region would both "
-        "route its tasks, and nothing fences the second; stop that one first (SIGTERM), or start this one for another "
-        "region (--region)"
+        "route its tasks; stop that one first (SIGTERM), or start this one for another region"
     )
 
 
 async def read_announcements(settings: Settings) -> Mapping[str, Announcement]:
     """The latest announcement of every region (none when the topic is missing); undecodable records are skipped."""
-    events, _ = await _announced(settings)
-    return fold(events)
+    return fold(await _announced(settings))
 
 
-async def _announced(settings: Settings, since: Mapping[int, int] | None = None) -> tuple[list[Event], dict[int, int]]:
-    """The announcements from `since` (offsets per partition; None: the recent ones) to the end, each partition's in
-    log order, and the offsets read to; undecodable records are skipped, a missing topic holds none."""
+async def _announced(settings: Settings) -> list[Event]:
+    """The recent announcements, each partition's in log order; undecodable records are skipped, a missing topic holds
+    none."""
     codec = codec_for(settings.schema_registry_url)
     consumer = reader(settings, "swarmlog-regions", idempotence_supported(settings))
     await start(consumer, settings)
     try:
         if COORDINATORS not in await consumer.topics():
-            return [], {}
-        events, read_to = list[Event](), dict[int, int]()
+            return []
+        events = list[Event]()
         for partition in range(spec_for(settings, COORDINATORS).partitions):
             tp = TopicPartition(COORDINATORS, partition)
             consumer.assign([tp])
             first, end = (await consumer.beginning_offsets([tp]))[tp], (await consumer.end_offsets([tp]))[tp]
-            recent = end - RECENT_PER_REGION * settings.regions
-            consumer.seek(tp, max(first, recent if since is None else since.get(partition, first)))
+            consumer.seek(tp, max(first, end - RECENT_PER_REGION * (settings.regions + 1)))  # the regions and the top
             async for record in records_to_end(consumer, tp):
                 with contextlib.suppress(DecodeError):
                     events.append(codec.decode_record(record.value or b"", COORDINATORS, partition, record.offset))
-            read_to[partition] = await consumer.position(tp)
-        return events, read_to
+        return events
     finally:
         await consumer.stop()

@@ -9,8 +9,10 @@ from the input's id) and decide nothing, and recovery re-sends the inbox message
 only one whose messages may be missing. Agents may thus see an inbox message twice and must dedupe by event id and
 by (task, replica, attempt); no attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
 (and repairs) are transactions, and one left open by a crash is aborted at start (`_abort_transactions_left_open`).
-Nothing fences a second live coordinator of the region: one does not start while another announces that it serves
-it, and of two started at once the first to announce serves it (`announce.wait_until_unserved`, `hold_claim`).
+Nothing on the broker fences a second live coordinator of the region; the announcements do: one does not start while
+another announces that it serves it, of two started at once the first to announce serves it, and a write waits for
+the writer to know it still holds the region (`announce.Announcer.hold`): a coordinator paused past its lease checks
+the log, and stops when another took the region over meanwhile.
 
 Ticks: at most one per 250 ms bucket, id tick:<region>:<bucket>, always after the journal's clock, so a tick never
 reuses the event ids of one written before a crash. Time never goes back: now = max(wall clock, journal clock).
@@ -156,7 +158,7 @@ class CoordinatorService(Running):
             raise RuntimeError(f"{self._name} was already started; make a new CoordinatorService")
         settings, partition = self._settings, self._settings.region_names.index(self._region)
         try:
-            read_to = await wait_until_unserved(settings, self._region)
+            gone = await wait_until_unserved(settings, self._region)
             if self._committed_reads:
                 await self._abort_transactions_left_open()
             self._producer = await start_in(
@@ -201,9 +203,11 @@ class CoordinatorService(Running):
                 partition=partition,
                 max_batch_bytes=settings.max_message_bytes,
             )
-            announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
-            await announcer.start(read_to)  # before anything is sent: a coordinator that claimed the region first wins
-            self._stack.push_async_callback(announcer.stop)  # first to go: the region is unserved before we stop
+            self._announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
+            await self._announcer.start(
+                gone
+            )  # before anything is sent: a coordinator that claimed the region first wins
+            self._stack.push_async_callback(self._announcer.stop)  # first to go: the region is unserved before we stop
             await self._delivery.inbox(messages(self._folded.last, self._folded.state))
         except BaseException:
             await self._stack.aclose()
@@ -264,6 +268,7 @@ class CoordinatorService(Running):
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
         """Decide on each poll's input records, write what they decided as one write, and on ticks, until stopped."""
         while not self._stopping.is_set():
+            self._announcer.check()  # another coordinator took the region over while this one was paused
             polled = await inputs.getmany(timeout_ms=TICK_MS)
             records = [record for batch in polled.values() for record in batch]  # each partition in offset order
             if records:
@@ -386,6 +391,7 @@ class CoordinatorService(Running):
             return
         events = [event for decision in decisions for event in decision.events]
         write = events[0].event_id
+        await self._announcer.hold()  # never a write after another took the region over
         offsets = await self._delivery.journal(write, [decision.events for decision in decisions])
         last = decisions[-1].state
         assert last is not None, "a decision with events carries the state after them"

@@ -16,7 +16,9 @@ them (a split's regions, a move) is.
 Following a top mission: its decisions are on swarm.top.journal (key: the mission id), ending with its
 MissionCompleted, MissionFailed or MissionRejected; `swarmlog replay state top` shows the fold, and each share's own
 progress is in its region's journal under the sub-mission id (`swarmlog watch <mission>/<share> --region <region>`).
-Run one `swarmlog top` per cluster: nothing fences a second one.
+One `swarmlog top` serves a cluster: it announces itself on swarm.coordinators as the region `top`, and holds it as a
+regional coordinator holds its region (coordinator/shell/announce.py): a second one does not start beside it, and one
+paused past its lease checks before its next write that no other took over meanwhile.
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from swarmlog.coordinator import top
 from swarmlog.coordinator.announcements import Announcement
 from swarmlog.coordinator.announcements import evolve as announced
-from swarmlog.coordinator.shell.announce import read_announcements
+from swarmlog.coordinator.placement import TOP
+from swarmlog.coordinator.shell.announce import Announcer, read_announcements, wait_until_unserved
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogError
 from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
 from swarmlog.kafka.tuning import FETCH_MAX_WAIT_MS
+from swarmlog.kafka.waiting import BrokerWait
 from swarmlog.lifecycle import Running, start_in
+from swarmlog.metrics import Sensor
 from swarmlog.schemas.codec import codec_for
 from swarmlog.schemas.events import Event
 from swarmlog.schemas.records import MissionSubmitted
@@ -77,11 +82,18 @@ class TopService(Running):
         if self._tasks:
             raise RuntimeError(f"{NAME} was already started; make a new TopService")
         try:
+            gone = await wait_until_unserved(self._settings, TOP)
             self._producer = await start_in(
                 self._stack,
                 EventProducer(self._settings, client_id=NAME, max_batch_size=self._settings.max_message_bytes),
             )
             await self._recover()
+            wait = BrokerWait(Sensor(), self._settings.bootstrap or "", "take the top level's announcements")
+            self._announcer = Announcer(
+                self._settings, TOP, lambda: top.figures(self.state), wait, producer=top.PRODUCER
+            )
+            await self._announcer.start(gone)  # before anything is sent: a top level that claimed first wins
+            self._stack.push_async_callback(self._announcer.stop)
             self._regions = await read_announcements(self._settings)
             announcements = await start_in(self._stack, reader(self._settings, f"{NAME}-regions", False))
             tp = TopicPartition(COORDINATORS, 0)
@@ -190,6 +202,7 @@ class TopService(Running):
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
         """Decide on each poll's records and on ticks until stopped."""
         while not self._stopping.is_set():
+            self._announcer.check()  # another top level took over while this one was paused
             polled = await inputs.getmany(timeout_ms=TICK_MS)
             records = [record for batch in polled.values() for record in batch]
             decisions = [decision for record in records if (decision := self._decide(record)) is not None]
@@ -249,6 +262,7 @@ class TopService(Running):
         """Journal each decision as one record batch, then submit the sub-missions they place."""
         if not decisions:
             return
+        await self._announcer.hold()  # never a write after another top level took over
         written = [await self._journal(decision.events) for decision in decisions]
         await asyncio.gather(*written)
         for decision in decisions:

@@ -147,6 +147,7 @@ def test_regions_not_served_get_nothing():
     swarm.announce("region-2", idle=9)
     swarm.now_ms += 3 * INTERVAL_MS + 1
     swarm.announce("region-0", idle=3)  # region-2 went silent
+    swarm.announce("top", idle=5)  # the top level announces itself, and is no region
 
     swarm.submit("m", independent(10))
 
@@ -272,8 +273,10 @@ def test_a_share_stays_while_no_other_region_is_served():
     swarm = Top(Config(move_after_ms=1_000))
     swarm.announce("region-0", idle=4)
     swarm.submit("m", independent(2))
+    swarm.now_ms += 60_000
+    swarm.announce("top", idle=0)  # the top level's own announcement is no region to move a share to
 
-    assert swarm.tick(60_000) == []
+    assert swarm.tick() == []
 
 
 def test_with_no_region_served_the_mission_waits_in_one_share_placed_when_a_region_answers():
