@@ -61,7 +61,7 @@ TOP_NAME = "swarmlog-top"
 # implies Describe and ListOffsets. Dead letters go to DEAD_LETTERS from the roles that consume a topic for its effects.
 WRITES: Mapping[Role, tuple[str, ...]] = {
     Role.COORDINATOR: (JOURNAL, INBOX, SLOTS, COORDINATORS, DEAD_LETTERS),
-    Role.TOP: (TOP_JOURNAL, MISSIONS),  # the top level's decisions, and the shares it submits to the regions
+    Role.TOP: (TOP_JOURNAL, MISSIONS, COORDINATORS),  # its decisions, the shares it submits, its announcements
     Role.AGENT: (TASK_EVENTS, HEARTBEATS, REGISTRY, EXPERIENCES, VOTES, WAITS, USAGE, SLOTS, DEAD_LETTERS),
     Role.STREAMS: (REGISTRY, CONTROL, ALERTS, DEAD_LETTERS),
     Role.PRODUCER: (MISSIONS,),

@@ -266,8 +266,9 @@ class MissionClient:
         return validate_mission(mission.to_dict() if isinstance(mission, Mission) else mission)
 
     async def served_regions(self) -> tuple[str, ...]:
-        """The regions a live coordinator serves now, from their announcements on swarm.coordinators."""
-        return served(await read_announcements(self._settings), self._settings.region_names, now_ms())
+        """The regions a live coordinator serves now, and `top` while a top level runs, from their announcements on
+        swarm.coordinators."""
+        return served(await read_announcements(self._settings), (*self._settings.region_names, TOP), now_ms())
 
     async def submit(self, mission: Mapping[str, Any] | Mission) -> str:
         """Produce a MissionSubmitted (validated against its schema first, placed) and return the mission id."""
@@ -287,6 +288,7 @@ class MissionClient:
         if event.region is not None:
             return event
         regions = await self.served_regions() if served_regions is None else served_regions
+        regions = tuple(region for region in regions if region != TOP)  # the top level takes only what names it
         return msgspec.structs.replace(event, region=owner(event.mission_id, regions or self._settings.region_names))
 
     async def produce(self, event: MissionSubmitted) -> None:

@@ -116,9 +116,9 @@ def catalog(settings: Settings) -> tuple[TopicSpec, ...]:
             1,
             "delete",
             1 * DAY_MS,
-            ("coordinator",),
+            ("coordinator", "top"),
             ("CoordinatorAnnounced",),
-            "Coordinators announcing the regions they serve, every 2 s.",
+            "Coordinators announcing the regions they serve (the top level: `top`), every 2 s.",
         ),
         TopicSpec(
             INBOX,

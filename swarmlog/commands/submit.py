@@ -38,20 +38,24 @@ def submit(
     client = MissionClient(settings, client_name="cli")
     mission = dict(mission) | {"mission_id": event.mission_id}
     mission_id, mission_region, served = asyncio.run(_submit(client, mission))
-    if mission_region not in (*served, TOP):  # the top level does not announce: it places on served regions itself
+    if mission_region not in served:
         err.print(
             f"[yellow]warning:[/yellow] no coordinator serves {mission_region} now (served: "
-            f"{', '.join(served) or 'none'}); the mission waits until one does: start "
-            f"`swarmlog coordinator --region {mission_region}`",
+            f"{', '.join(served) or 'none'}); the mission waits until one does: start `{_server_of(mission_region)}`",
             highlight=False,
             soft_wrap=True,
         )
     if as_json and not wait:
-        print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in (*served, TOP)})
+        print_json({"mission_id": mission_id, "region": mission_region, "served": mission_region in served})
     elif not as_json:
         out.print(mission_id, highlight=False)
     if wait:
         watch_mission(client, open_store(settings), mission_id, mission_region, timeout_s, as_json)
+
+
+def _server_of(region: str) -> str:
+    """The command that serves a region."""
+    return "swarmlog top" if region == TOP else f"swarmlog coordinator --region {region}"
 
 
 async def _submit(client: MissionClient, mission: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:

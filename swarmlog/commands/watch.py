@@ -18,7 +18,6 @@ from swarmlog.artifacts import ArtifactStore, open_store, shown
 from swarmlog.client import MissionClient, MissionTimeout, outcome
 from swarmlog.commands.common import EXIT_FAILED, one_line_errors, out, print_json
 from swarmlog.commands.status import BootstrapOption, connected
-from swarmlog.coordinator.placement import TOP
 from swarmlog.coordinator.progress import PROGRESS, MissionProgress
 from swarmlog.schemas.events import Event
 
@@ -107,8 +106,6 @@ async def follow(
 async def _notice_unserved(client: MissionClient, region: str, waiting: Callable[[dict[str, Any]], Any]) -> None:
     """Every CHECK_SERVED_S until cancelled (the mission ended): say when no live coordinator serves its region, and
     when one does again."""
-    if region == TOP:
-        return  # the top level announces nothing: it places shares on served regions and moves them itself
     was_served = True
     while True:
         is_served = region in await client.served_regions()

@@ -29,7 +29,7 @@ coordinator:
   writes: [swarm.coordinator.journal, swarm.agents.inbox, swarm.agents.slots, swarm.coordinators, swarm.deadletter]
   reads: [swarm.missions, swarm.tasks.events, swarm.consensus.votes, swarm.agents.registry, swarm.control, swarm.alerts, swarm.agents.slots, swarm.coordinator.journal, swarm.coordinators]
 top:
-  writes: [swarm.top.journal, swarm.missions]
+  writes: [swarm.top.journal, swarm.missions, swarm.coordinators]
   reads: [swarm.missions, swarm.coordinator.journal, swarm.coordinators, swarm.top.journal]
 agent:
   writes: [swarm.tasks.events, swarm.agents.heartbeats, swarm.agents.registry, swarm.memory.experiences, swarm.consensus.votes, swarm.waits, swarm.usage, swarm.agents.slots, swarm.deadletter]
