@@ -139,23 +139,27 @@ async def test_a_running_coordinator_serves_its_region_and_a_stopped_one_no_more
     assert "region-2" not in await client.served_regions()
 
 
+@pytest.mark.parametrize(
+    ("region", "server"), [("region-3", "swarmlog coordinator --region region-3"), ("top", "swarmlog top")]
+)
 async def test_submit_warns_and_watch_says_it_waits_when_no_coordinator_serves_the_region(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, region: str, server: str
 ) -> None:
     mission = tmp_path / "mission.yaml"
     mission.write_text(
-        yaml.safe_dump({"title": "unserved", "region": "region-3", "tasks": [{"task_id": "a", "prompt": "p"}]})
+        yaml.safe_dump({"title": "unserved", "region": region, "tasks": [{"task_id": "a", "prompt": "p"}]})
     )
 
     submitted = await invoke(settings, "submit", str(mission), "--json")
     assert submitted.exit_code == 0, submitted.output
-    assert "warning: no coordinator serves region-3 now" in submitted.stderr
+    assert f"warning: no coordinator serves {region} now" in submitted.stderr
+    assert f"start `{server}`" in submitted.stderr
     mission_id = json.loads(submitted.stdout)["mission_id"]
 
     watched = await invoke(settings, "watch", mission_id, "--json", "--timeout-s", "15")
     assert watched.exit_code == 1
     waiting = [json.loads(line) for line in watched.stdout.splitlines() if '"waiting"' in line]
-    assert waiting and waiting[0]["message"] == "waiting: no coordinator serves region-3", watched.output
+    assert waiting and waiting[0]["message"] == f"waiting: no coordinator serves {region}", watched.output
 
 
 async def test_a_mission_without_a_region_goes_to_the_served_one(settings: Settings, tmp_path: Path) -> None:
