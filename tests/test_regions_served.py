@@ -242,6 +242,7 @@ def test_a_coordinator_paused_past_its_lease_writes_nothing_more_once_another_to
         assert first.wait(60) == 3, (tmp_path / "first.log").read_text()
         said = (tmp_path / "first.log").read_text()
         assert f"region region-2 is served by the coordinator {os.uname().nodename}:{second.pid}" in said
+        assert "reading the announcements before the next write" in said  # it noticed its pause
         ids = [event.event_id for event in asyncio.run(journal(settings, "region-2", mission))]
         assert len(ids) == len(set(ids)), "the resumed coordinator decided nothing on the mission again"
         assert second.poll() is None and _served_by(settings, "region-2", second.pid)

@@ -121,6 +121,13 @@ class Announcer:
             self.check()
             if self._held is not None and now_ms() < self._held.lease_until_ms:
                 return  # claimed while this waited
+            if self._held is not None:
+                log.warning(
+                    "%s: no word of this coordinator was answered for %.1f s (paused, or a slow broker); reading the "
+                    "announcements before the next write, in case another took the region over",
+                    self._region,
+                    (now_ms() - self._held.at_ms) / 1000,
+                )
             while (word := await self._announce(serving=True)) is None:
                 await asyncio.sleep(ANNOUNCE_MS / 1000)  # no word on the log, no lease: the broker is away
             latest = fold(await _announced(self._settings))
