@@ -203,16 +203,7 @@ def test_a_coordinator_does_not_start_beside_a_live_one_of_its_region_and_starts
     first = _coordinator(settings, "region-1", tmp_path / "first")
     try:
         assert _served_by(settings, "region-1", first.pid), (tmp_path / "first.log").read_text()
-        second = subprocess.run(
-            _coordinator_argv("region-1", tmp_path / "second"),
-            env={**os.environ, **env(settings)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert second.returncode == 3, second.stderr
-        assert f"region region-1 is served by the coordinator {os.uname().nodename}:{first.pid}" in second.stderr
-        assert first.poll() is None, "the running coordinator goes on"
+        _refused_beside(settings, _coordinator_args("region-1", tmp_path / "second"), "region-1", first)
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(30)
@@ -258,28 +249,33 @@ def test_a_second_top_level_does_not_start_beside_a_live_one(settings: Settings,
     first = _process(settings, ["top"], tmp_path / "top.log")
     try:
         assert _served_by(settings, "top", first.pid), (tmp_path / "top.log").read_text()
-        second = subprocess.run(
-            [sys.executable, "-m", "swarmlog", "top"],
-            env={**os.environ, **env(settings)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert second.returncode == 3, second.stderr
-        assert f"region top is served by the coordinator {os.uname().nodename}:{first.pid}" in second.stderr
-        assert first.poll() is None, "the running top level goes on"
+        _refused_beside(settings, ["top"], "top", first)
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(60) == 0
 
 
-def _coordinator_argv(region: str, data_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "swarmlog", "coordinator", "--region", region, "--data-dir", str(data_dir)]
+def _refused_beside(settings: Settings, args: list[str], region: str, first: subprocess.Popen[bytes]) -> None:
+    """`swarmlog <args>` exits with code 3, naming `first`, which serves `region` and goes on."""
+    second = subprocess.run(
+        [sys.executable, "-m", "swarmlog", *args],
+        env={**os.environ, **env(settings)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert second.returncode == 3, second.stderr
+    assert f"region {region} is served by the coordinator {os.uname().nodename}:{first.pid}" in second.stderr
+    assert first.poll() is None, "the running one goes on"
+
+
+def _coordinator_args(region: str, data_dir: Path) -> list[str]:
+    return ["coordinator", "--region", region, "--data-dir", str(data_dir)]
 
 
 def _coordinator(settings: Settings, region: str, data_dir: Path) -> subprocess.Popen[bytes]:
     """`swarmlog coordinator` for the region, logging to <data_dir>.log."""
-    return _process(settings, _coordinator_argv(region, data_dir)[3:], data_dir.with_suffix(".log"))
+    return _process(settings, _coordinator_args(region, data_dir), data_dir.with_suffix(".log"))
 
 
 def _process(settings: Settings, args: list[str], log_path: Path) -> subprocess.Popen[bytes]:
