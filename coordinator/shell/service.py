@@ -204,9 +204,8 @@ class CoordinatorService(Running):
                 max_batch_bytes=settings.max_message_bytes,
             )
             self._announcer = Announcer(settings, self._region, lambda: figures(self._folded.state), self._broker)
-            await self._announcer.start(
-                gone
-            )  # before anything is sent: a coordinator that claimed the region first wins
+            # before anything is sent: of coordinators that claim the region, the one the log holds first wins
+            await self._announcer.start(gone)
             self._stack.push_async_callback(self._announcer.stop)  # first to go: the region is unserved before we stop
             await self._delivery.inbox(messages(self._folded.last, self._folded.state))
         except BaseException:
