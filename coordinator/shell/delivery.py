@@ -1,5 +1,5 @@
 """Writing decisions: journal events in record batches on the region's partition (a decision never split), then
-their inbox messages, then the inputs' offsets."""
+their inbox messages, then the inputs' offsets (committed in the background)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from swarmlog.coordinator.inbox import Message
 from swarmlog.coordinator.shell.recovery import JOURNAL, WRITE_HEADER
 from swarmlog.errors import EncodeError
+from swarmlog.kafka.commits import BackgroundCommits
 from swarmlog.kafka.producer import EventProducer
 from swarmlog.schemas.events import Event
 
@@ -36,7 +37,7 @@ class Delivery:
         max_batch_bytes: int,
     ) -> None:
         self._producer = producer
-        self._inputs = inputs
+        self._commits = BackgroundCommits(inputs)
         self._key = region.encode()
         self._partition = partition
         self._max_batch_bytes = max_batch_bytes
@@ -127,6 +128,11 @@ class Delivery:
         journaled, value = self._journaled.get(event.event_id, (None, b""))
         return value if journaled is event else self._producer.encode_for(topic, event)
 
-    async def ack(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit the inputs consumed, once everything they caused is written."""
-        await self._inputs.commit(offsets)
+    def ack(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit the inputs consumed, once everything they caused is written, without waiting for it: a restart before
+        the commit lands reads them again, and finds their decisions in the journal (see `service`)."""
+        self._commits.note(offsets)
+
+    async def settle(self) -> None:
+        """Wait for the inputs' offsets acked so far to be committed."""
+        await self._commits.settle()

@@ -3,9 +3,11 @@
 Delivery, journal first, on both brokers (no transactions; the producer is idempotent on Apache Kafka): the records
 of each poll are decided one after another, and then written in this order: their journal events as one write (each
 decision whole in one record batch, every record naming the write in a header), then their inbox messages (sent
-together, then awaited), then the inputs' offsets. Nothing reaches an agent that the journal lacks. A crash before
-the journal write leaves no trace; after it, the redelivered inputs find their events in the fold (their ids derive
-from the input's id) and decide nothing, and recovery re-sends the inbox messages of the journal's last write, the
+together, then awaited), then the inputs' offsets (committed in the background, one commit in flight, while the next
+poll is read: a group commit costs several produce round trips, and nothing waits on it). Nothing reaches an agent that
+the journal lacks. A crash before the journal write leaves no trace; after it, the inputs read again (those of the
+polls whose commit had not landed) find their events in the fold (their ids derive from the input's id) and decide
+nothing, and recovery re-sends the inbox messages of the journal's last write, the
 only one whose messages may be missing. Agents may thus see an inbox message twice and must dedupe by event id and
 by (task, replica, attempt); no attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
 (and repairs) are transactions, and one left open by a crash is aborted at start (`_abort_transactions_left_open`).
@@ -266,17 +268,20 @@ class CoordinatorService(Running):
 
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
         """Decide on each poll's input records, write what they decided as one write, and on ticks, until stopped."""
-        while not self._stopping.is_set():
-            self._announcer.check()  # another coordinator took the region over while this one was paused
-            polled = await inputs.getmany(timeout_ms=TICK_MS)
-            records = [record for batch in polled.values() for record in batch]  # each partition in offset order
-            if records:
-                await self._write(await self._decide(records))
-                await self._delivery.ack(_next_offsets(records))
-            await self._tick()
-            await self._report_lag(inputs)
-            await self._follow_the_inbox()
-            await self._snapshot_if_due()
+        try:
+            while not self._stopping.is_set():
+                self._announcer.check()  # another coordinator took the region over while this one was paused
+                polled = await inputs.getmany(timeout_ms=TICK_MS)
+                records = [record for batch in polled.values() for record in batch]  # each partition in offset order
+                if records:
+                    await self._write(await self._decide(records))
+                    self._delivery.ack(_next_offsets(records))
+                await self._tick()
+                await self._report_lag(inputs)
+                await self._follow_the_inbox()
+                await self._snapshot_if_due()
+        finally:
+            await self._delivery.settle()  # the last polls' offsets, before the consumer closes
 
     async def _decide(self, records: list[ConsumerRecord]) -> list[Decision]:
         """Decide on a poll's records one after another, each on the state its predecessors' decisions led to."""
