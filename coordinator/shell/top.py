@@ -2,9 +2,9 @@
 the region `top` and on the ends of their sub-missions in the regions' journals.
 
 Delivery, journal first (on both brokers): per poll, each decision's journal events as one record batch (all or
-none), then the sub-missions they place (MissionSubmitted to swarm.missions), then the inputs' offsets. A crash before
-the journal write leaves no trace; after it, the redelivered input finds its events in the fold (their ids derive from
-the input's id) and decides nothing. Sub-missions whose write a crash cut off are re-sent at start: every share
+none), then the sub-missions they place (MissionSubmitted to swarm.missions), then the inputs' offsets (committed in the
+background, as a region's coordinator does). A crash before the journal write leaves no trace; after it, the
+redelivered input finds its events in the fold (their ids derive from the input's id) and decides nothing. Sub-missions whose write a crash cut off are re-sent at start: every share
 running is submitted again, and a region takes a mission id once, so a repeat is harmless.
 
 Inputs: swarm.missions (from the start when the group has no position yet) and every partition of the regions'
@@ -39,6 +39,7 @@ from swarmlog.coordinator.placement import TOP
 from swarmlog.coordinator.shell.announce import Announcer, read_announcements, wait_until_unserved
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogError
+from swarmlog.kafka.commits import BackgroundCommits
 from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
@@ -201,17 +202,21 @@ class TopService(Running):
 
     async def _run(self, inputs: AIOKafkaConsumer) -> None:
         """Decide on each poll's records and on ticks until stopped."""
-        while not self._stopping.is_set():
-            self._announcer.check()  # another top level took over while this one was paused
-            polled = await inputs.getmany(timeout_ms=TICK_MS)
-            records = [record for batch in polled.values() for record in batch]
-            decisions = [decision for record in records if (decision := self._decide(record)) is not None]
-            await self._write(decisions)
-            if records:
-                await inputs.commit(
-                    {TopicPartition(r.topic, r.partition): r.offset + 1 for r in records}  # each in offset order
-                )
-            await self._tick()
+        commits = BackgroundCommits(inputs)
+        try:
+            while not self._stopping.is_set():
+                self._announcer.check()  # another top level took over while this one was paused
+                polled = await inputs.getmany(timeout_ms=TICK_MS)
+                records = [record for batch in polled.values() for record in batch]
+                decisions = [decision for record in records if (decision := self._decide(record)) is not None]
+                await self._write(decisions)
+                if records:
+                    commits.note(
+                        {TopicPartition(r.topic, r.partition): r.offset + 1 for r in records}  # each in offset order
+                    )
+                await self._tick()
+        finally:
+            await commits.settle()  # the last polls' offsets, before the consumer closes
 
     def _decide(self, record: ConsumerRecord) -> top.Decision | None:
         """The decision on one input record (folded into the state), or None when it changes nothing."""
