@@ -71,7 +71,8 @@ def problem(specs: Sequence[TaskSpec]) -> str | None:
     if not specs:
         return "no tasks"
     ids = [spec.task_id for spec in specs]
-    if len(set(ids)) != len(ids):
+    known = set(ids)
+    if len(known) != len(ids):
         return f"duplicate task ids in {ids}"
     for spec in specs:
         if not spec.task_id or spec.task_id.startswith(RESERVED_PREFIX):
@@ -86,7 +87,7 @@ def problem(specs: Sequence[TaskSpec]) -> str | None:
         rule = _rule_problem(spec)
         if rule:
             return rule
-        unknown = set(spec.depends_on) - set(ids)
+        unknown = set(spec.depends_on) - known
         if unknown:
             return f"task {spec.task_id!r} depends on unknown tasks {sorted(unknown)}"
     return _cycle(specs)
@@ -102,13 +103,19 @@ def _rule_problem(spec: TaskSpec) -> str | None:
 
 
 def _cycle(specs: Sequence[TaskSpec]) -> str | None:
-    """A message naming the tasks on a dependency cycle, or None (Kahn's algorithm)."""
-    waiting = {spec.task_id: set(spec.depends_on) for spec in specs}
-    while ready := [task for task, deps in waiting.items() if not deps]:
-        for task in ready:
-            del waiting[task]
-        for deps in waiting.values():
-            deps.difference_update(ready)
+    """A message naming the tasks on a dependency cycle or behind one, or None (Kahn's algorithm: O(tasks + edges))."""
+    missing = {spec.task_id: len(set(spec.depends_on)) for spec in specs}  # dependencies not yet ordered
+    dependents: dict[str, list[str]] = {}
+    for spec in specs:
+        for dependency in set(spec.depends_on):
+            dependents.setdefault(dependency, []).append(spec.task_id)
+    ready = [task for task, count in missing.items() if not count]
+    while ready:
+        for dependent in dependents.get(ready.pop(), ()):
+            missing[dependent] -= 1
+            if not missing[dependent]:
+                ready.append(dependent)
+    waiting = [task for task, count in missing.items() if count]
     return f"dependency cycle among {sorted(waiting)}" if waiting else None
 
 
