@@ -7,9 +7,9 @@ import asyncio
 from collections.abc import Mapping
 
 import pytest
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
-from swarmlog.kafka.commits import BackgroundCommits
+from swarmlog.kafka.commits import BackgroundCommits, offsets_after
 
 A, B = TopicPartition("inputs", 0), TopicPartition("inputs", 1)
 
@@ -76,3 +76,11 @@ async def test_a_failed_commit_is_raised_at_the_next_note_and_at_settle():
         await commits.settle()
     with pytest.raises(RuntimeError, match="group coordinator"):
         commits.note({A: 2})
+
+
+def test_the_offsets_after_a_poll_are_one_past_each_partitions_last_record():
+    def record(tp: TopicPartition, offset: int) -> ConsumerRecord[bytes, bytes]:
+        return ConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, b"", None, 0, 0, ())
+
+    polled = [record(A, 4), record(A, 5), record(B, 9)]
+    assert offsets_after(polled) == {A: 6, B: 10}

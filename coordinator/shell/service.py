@@ -7,9 +7,9 @@ together, then awaited), then the inputs' offsets (committed in the background, 
 poll is read: a group commit costs several produce round trips, and nothing waits on it). Nothing reaches an agent that
 the journal lacks. A crash before the journal write leaves no trace; after it, the inputs read again (those of the
 polls whose commit had not landed) find their events in the fold (their ids derive from the input's id) and decide
-nothing, and recovery re-sends the inbox messages of the journal's last write, the
-only one whose messages may be missing. Agents may thus see an inbox message twice and must dedupe by event id and
-by (task, replica, attempt); no attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
+nothing, and recovery re-sends the inbox messages of the journal's last write, the only one whose messages may be
+missing. Agents may thus see an inbox message twice and must dedupe by event id and by (task, replica, attempt); no
+attempt runs twice. On Kafka readers use read_committed: journals of earlier versions
 (and repairs) are transactions, and one left open by a crash is aborted at start (`_abort_transactions_left_open`).
 Nothing on the broker fences a second live coordinator of the region; the announcements do: one does not start while
 another announces that it serves it, of two started at once the first to announce serves it, and a write waits for
@@ -56,6 +56,7 @@ from swarmlog.coordinator.shell.recovery import JOURNAL, recover
 from swarmlog.coordinator.state import RETAIN_ENDED_MS, RETAIN_GOODBYE_SLOT_MS, RETAIN_SLOT_MS, START_TIMEOUT_MS
 from swarmlog.envelope import now_ms
 from swarmlog.errors import ConfigError, SwarmlogError
+from swarmlog.kafka.commits import offsets_after
 from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader
@@ -279,7 +280,7 @@ class CoordinatorService(Running):
                 records = [record for batch in polled.values() for record in batch]  # each partition in offset order
                 if records:
                     await self._write(await self._decide(records))
-                    self._delivery.ack(_next_offsets(records))
+                    self._delivery.ack(offsets_after(records))
                 await self._tick()
                 await self._report_lag(inputs)
                 await self._follow_the_inbox()
@@ -473,8 +474,3 @@ def snapshot_due(new_offsets: int, elapsed_s: float, every_events: int, every_s:
     if new_offsets <= 0:
         return False
     return elapsed_s >= every_s or (new_offsets >= every_events and elapsed_s >= SNAPSHOT_APART_S)
-
-
-def _next_offsets(records: list[ConsumerRecord]) -> dict[TopicPartition, int]:
-    """The offsets to commit after these records (each partition's in offset order): one past its last."""
-    return {TopicPartition(record.topic, record.partition): record.offset + 1 for record in records}

@@ -4,8 +4,9 @@ the region `top` and on the ends of their sub-missions in the regions' journals.
 Delivery, journal first (on both brokers): per poll, each decision's journal events as one record batch (all or
 none), then the sub-missions they place (MissionSubmitted to swarm.missions), then the inputs' offsets (committed in the
 background, as a region's coordinator does). A crash before the journal write leaves no trace; after it, the
-redelivered input finds its events in the fold (their ids derive from the input's id) and decides nothing. Sub-missions whose write a crash cut off are re-sent at start: every share
-running is submitted again, and a region takes a mission id once, so a repeat is harmless.
+redelivered input finds its events in the fold (their ids derive from the input's id) and decides nothing.
+Sub-missions whose write a crash cut off are re-sent at start: every share running is submitted again, and a region
+takes a mission id once, so a repeat is harmless.
 
 Inputs: swarm.missions (from the start when the group has no position yet) and every partition of the regions'
 journal (from their end the first time: no sub-mission of this top level can end before it submitted one; that
@@ -39,7 +40,7 @@ from swarmlog.coordinator.placement import TOP
 from swarmlog.coordinator.shell.announce import Announcer, read_announcements, wait_until_unserved
 from swarmlog.envelope import now_ms
 from swarmlog.errors import DecodeError, EncodeError, ServiceError, SwarmlogError
-from swarmlog.kafka.commits import BackgroundCommits
+from swarmlog.kafka.commits import BackgroundCommits, offsets_after
 from swarmlog.kafka.connection import client_options
 from swarmlog.kafka.producer import EventProducer, idempotence_supported
 from swarmlog.kafka.reading import reader, records_to_end
@@ -211,9 +212,7 @@ class TopService(Running):
                 decisions = [decision for record in records if (decision := self._decide(record)) is not None]
                 await self._write(decisions)
                 if records:
-                    commits.note(
-                        {TopicPartition(r.topic, r.partition): r.offset + 1 for r in records}  # each in offset order
-                    )
+                    commits.note(offsets_after(records))
                 await self._tick()
         finally:
             await commits.settle()  # the last polls' offsets, before the consumer closes

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 
 
 class Committing(Protocol):
@@ -49,3 +49,8 @@ class BackgroundCommits:
         while self._pending:
             offsets, self._pending = self._pending, {}
             await self._consumer.commit(offsets)
+
+
+def offsets_after(records: Iterable[ConsumerRecord]) -> dict[TopicPartition, int]:
+    """The offsets to commit once these records are handled (each partition's in offset order): one past its last."""
+    return {TopicPartition(record.topic, record.partition): record.offset + 1 for record in records}
